@@ -1,0 +1,136 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The one header shared by the BPF data path and user space: map keys and values,
+ * counters and the per-interface configuration. Changing a layout here means bumping
+ * MERCURY_LAYOUT_VERSION, because pinned maps of the old layout cannot be reused.
+ */
+#ifndef MERCURY_ABI_H
+#define MERCURY_ABI_H
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+
+#define MERCURY_LAYOUT_VERSION 1
+
+/* Priority levels carried by tags: 0 is the most urgent. */
+#define MERCURY_MAX_LEVELS 16
+/* No qdisc backend has more bands than this (mqprio: 16 priorities, at most 16 TCs). */
+#define MERCURY_MAX_BANDS 16
+/* Tagged byte ranges kept per socket; power of two so the BPF side can mask indices. */
+#define MERCURY_RANGES_PER_SOCK 32
+#define MERCURY_RANGE_SEARCH_STEPS 6 /* ceil(log2(MERCURY_RANGES_PER_SOCK)) + 1 */
+
+/*
+ * Stream offsets are counted in the kernel's own terms: offset(seq) =
+ * bytes_acked + (s32)(seq - snd_una). Both values come from the connection itself
+ * (bpf_tcp_sock() in the classifier, TCP_INFO tcpi_bytes_acked + SIOCOUTQ in user space),
+ * so the offset is 64-bit and exact across 32-bit sequence wrap, for retransmissions, and
+ * for connections opened before Mercury started. An actively opened socket counts its SYN
+ * in bytes_acked, so its first payload byte has offset 1, a passively opened one offset 0.
+ */
+static inline __u64 mercury_stream_offset(__u32 seq, __u32 snd_una, __u64 bytes_acked)
+{
+	return bytes_acked + (__u64)(__s64)(__s32)(seq - snd_una);
+}
+
+/* [start, end) of a socket's send stream, tagged with a priority level. */
+struct mercury_range {
+	__u64 start;
+	__u64 end;
+	__u32 level;
+	__u32 pad;
+};
+
+/*
+ * Value of the socket-local storage map "sock_tags": ranges sorted by start, disjoint,
+ * ranges[0..count) valid. User space rewrites the whole value; the classifier only reads.
+ * Socket-local storage is freed by the kernel with the socket, so no entry outlives it.
+ */
+struct mercury_sock_tags {
+	__u32 count;
+	__u32 generation; /* bumped by every user-space rewrite */
+	__u64 owner;      /* client id of whoever tagged it (0: admin tool) */
+	struct mercury_range ranges[MERCURY_RANGES_PER_SOCK];
+};
+
+/* Per-socket byte counters by band, kept by the classifier in "sock_stats". */
+struct mercury_sock_stats {
+	__u64 bytes[MERCURY_MAX_BANDS];
+	__u64 packets[MERCURY_MAX_BANDS];
+};
+
+/* What the classifier decided for a packet; one counter pair each. */
+enum mercury_outcome {
+	MERCURY_OUT_TAGGED = 0,   /* payload offset found in a tagged range */
+	MERCURY_OUT_TAG_MISS,     /* socket has tags, offset in none of them */
+	MERCURY_OUT_UNTAGGED,     /* TCP socket without tags */
+	MERCURY_OUT_NO_PAYLOAD,   /* pure ACK, SYN, FIN, RST */
+	MERCURY_OUT_NO_OFFSET,    /* no full TCP socket to take the offset base from */
+	MERCURY_OUT_NOT_TCP,      /* other L4, non-first fragment, non-IP */
+	MERCURY_OUT_MALFORMED,    /* truncated or inconsistent headers */
+	MERCURY_OUT_MAX,
+};
+
+struct mercury_counter {
+	__u64 packets;
+	__u64 bytes;
+};
+
+/* Value of the per-CPU array "stats" (one entry): one lookup per packet. */
+struct mercury_stats {
+	struct mercury_counter band[MERCURY_MAX_BANDS];
+	struct mercury_counter outcome[MERCURY_OUT_MAX];
+};
+
+/* Value of the array "cfg" (one entry), written by mercuryd at attach. */
+struct mercury_iface_cfg {
+	__u32 nbands;
+	__u32 default_band;
+	__u32 band_of_level[MERCURY_MAX_LEVELS];   /* level -> band, each < nbands */
+	__u32 skb_priority[MERCURY_MAX_BANDS];     /* band -> skb->priority for the backend */
+};
+
+/* Qdisc backends; the order is the CLI's. */
+enum mercury_backend {
+	MERCURY_BACKEND_NONE = 0,
+	MERCURY_BACKEND_MQPRIO,
+	MERCURY_BACKEND_PRIO,
+	MERCURY_BACKEND_ETS,
+	MERCURY_BACKEND_HTB,
+	MERCURY_BACKEND_TBF,
+	MERCURY_BACKEND_MAX,
+};
+
+enum mercury_hook {
+	MERCURY_HOOK_NONE = 0,
+	MERCURY_HOOK_TCX,
+	MERCURY_HOOK_CLSACT,
+};
+
+#define MERCURY_SAVED_QDISC_MAX 2048
+
+/*
+ * Value of the array "attach_state" (one entry): what attach did, so that detach undoes
+ * exactly that and a restarted daemon reports the same state. Lives in a pinned map because
+ * bpffs holds no regular files.
+ */
+struct mercury_attach_state {
+	__u32 layout_version;
+	__u32 ifindex;
+	__u32 backend;      /* enum mercury_backend */
+	__u32 hook;         /* enum mercury_hook */
+	__u32 nbands;
+	__u32 default_band;
+	__u64 rate_bps;     /* htb/tbf bottleneck, bytes per second; 0 when unused */
+	__u32 qdisc_handle; /* root qdisc Mercury created (major << 16) */
+	__u32 tc_handle;    /* clsact filter handle (clsact hook only) */
+	__u32 tc_priority;  /* clsact filter priority (clsact hook only) */
+	__u32 created_clsact;
+	__u32 mqprio_hw;    /* mqprio: 1 when offloaded to the NIC */
+	__u32 saved_qdisc_len; /* bytes of saved_qdisc in use; 0 when the old root was default */
+	__u64 attached_at_ns;  /* CLOCK_REALTIME */
+	__u8 saved_qdisc[MERCURY_SAVED_QDISC_MAX]; /* RTM_NEWQDISC of the replaced root, --force */
+};
+
+#endif /* MERCURY_ABI_H */

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Install every Debian package Mercury needs to build, test and benchmark. Idempotent:
+# packages already present are skipped, so a second run costs one dpkg query.
+set -euo pipefail
+pkgs=(
+	make gcc clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev pkg-config
+	libnl-3-dev libnl-route-3-dev libjson-c-dev libcmocka-dev libsystemd-dev
+	iproute2 iperf3 jq ethtool python3 python3-dev systemd util-linux procps
+	clang-format libclang-rt-14-dev
+	qemu-system-x86 busybox-static cpio xz-utils gnuplot-nox
+)
+missing=()
+for p in "${pkgs[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+	echo "deps: all ${#pkgs[@]} packages present"
+	exit 0
+fi
+[ "$(id -u)" -eq 0 ] || { echo "deps: need root to install: ${missing[*]}" >&2; exit 1; }
+echo "deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}"
