@@ -21,13 +21,21 @@ DAEMON_SRCS := $(filter-out daemon/main.c,$(wildcard daemon/*.c))
 DAEMON_OBJS := $(DAEMON_SRCS:%.c=$(BUILD)/%.o)
 UNIT_SRCS   := $(wildcard tests/unit/test_*.c)
 UNIT_BINS   := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
-BPFTEST_SRCS := $(wildcard tests/bpf/*.c)
-BPFTEST_BINS := $(BPFTEST_SRCS:tests/bpf/%.c=$(BUILD)/tests/%)
+KTEST_SRCS  := $(wildcard tests/kernel/test_*.c)
+KTEST_BINS  := $(KTEST_SRCS:tests/kernel/%.c=$(BUILD)/tests/%)
+LIB_SRCS    := $(wildcard lib/*.c)
+LIB_OBJS    := $(LIB_SRCS:%.c=$(BUILD)/%.pic.o)
+PS_SRCS     := $(filter-out ps/main.c,$(wildcard ps/*.c))
+PS_OBJS     := $(PS_SRCS:%.c=$(BUILD)/%.o)
+EXAMPLE_SRCS := $(wildcard examples/*.c)
+EXAMPLE_BINS := $(EXAMPLE_SRCS:examples/%.c=$(BUILD)/examples/%)
 BENCH_SRCS  := $(wildcard bench/*.c)
 BENCH_BINS  := $(BENCH_SRCS:bench/%.c=$(BUILD)/bench/%)
 
-.PHONY: all deps test test-unit test-bpf test-integration bench format check-format clean vmlinux
-all: $(BUILD)/mercuryd $(UNIT_BINS) $(BPFTEST_BINS) $(BENCH_BINS)
+.PHONY: all deps test test-unit test-kernel test-integration test-vm bench demo format check-format clean vmlinux
+LIBS_OUT := $(if $(LIB_SRCS),$(BUILD)/libmercury.so $(BUILD)/libmercury.a)
+PS_OUT   := $(if $(wildcard ps/main.c),$(BUILD)/mercury-ps)
+all: $(BUILD)/mercuryd $(LIBS_OUT) $(PS_OUT) $(UNIT_BINS) $(KTEST_BINS) $(BENCH_BINS) $(EXAMPLE_BINS)
 
 deps:
 	scripts/deps.sh
@@ -55,13 +63,34 @@ $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libmercuryd.a
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libmercuryd.a $(LDLIBS) -lcmocka
 
-$(BUILD)/tests/%: tests/bpf/%.c $(BUILD)/libmercuryd.a $(SKELS)
+$(BUILD)/tests/%: tests/kernel/%.c $(BUILD)/libmercuryd.a $(SKELS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libmercuryd.a $(LDLIBS) -lcmocka
 
 $(BUILD)/bench/%: bench/%.c $(BUILD)/libmercuryd.a $(SKELS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libmercuryd.a $(LDLIBS) -lm
+
+$(BUILD)/lib/%.pic.o: lib/%.c $(wildcard lib/*.h include/*.h) | $(BUILD)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -fPIC -fvisibility=hidden -c $< -o $@
+
+$(BUILD)/libmercury.so: $(LIB_OBJS)
+	$(CC) $(CFLAGS) -shared -Wl,-soname,libmercury.so.1 -o $@ $^ -lpthread
+
+$(BUILD)/libmercury.a: $(LIB_OBJS)
+	rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/ps/%.o: ps/%.c $(wildcard ps/*.h include/*.h) | $(BUILD)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -Ips -c $< -o $@
+
+$(BUILD)/mercury-ps: $(BUILD)/ps/main.o $(PS_OBJS) $(BUILD)/libmercury.a
+	$(CC) $(CFLAGS) -o $@ $^ -lpthread -lm
+
+$(BUILD)/examples/%: examples/%.c $(BUILD)/libmercury.a
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libmercury.a -lpthread
 
 $(BUILD):
 	mkdir -p $@
@@ -72,8 +101,11 @@ test: all
 test-unit: all
 	tests/run.sh unit
 
-test-bpf: all
-	tests/run.sh bpf
+test-kernel: all
+	tests/run.sh kernel
+
+test-vm: all
+	tests/vm/run.sh
 
 test-integration: all
 	tests/run.sh integration

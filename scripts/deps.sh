@@ -5,7 +5,7 @@ set -euo pipefail
 pkgs=(
 	make gcc clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev pkg-config
 	libnl-3-dev libnl-route-3-dev libjson-c-dev libcmocka-dev libsystemd-dev
-	iproute2 iperf3 jq ethtool python3 python3-dev systemd util-linux procps
+	iproute2 iperf3 jq bc ethtool python3 python3-dev systemd util-linux procps
 	clang-format libclang-rt-14-dev
 	qemu-system-x86 busybox-static cpio xz-utils gnuplot-nox
 )

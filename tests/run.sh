@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Runs Mercury's tests by category: unit (pure logic, cmocka), kernel (BPF_PROG_TEST_RUN and
+# netlink tests, root), integration (network namespaces), system (systemd units), vm (QEMU
+# kernel matrix). `all` runs every category that is part of `make test`.
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${BUILD:-$root/build}
+export MERCURY_ROOT=$root MERCURY_BUILD=$build
+export MERCURYD=${MERCURYD:-$build/mercuryd}
+cd "$root" || exit 1
+
+pass=0 fail=0 skip=0 failed=()
+run_one() { # name, command...
+	local name=$1 rc start end
+	shift
+	start=$(date +%s.%N)
+	printf '== %s\n' "$name"
+	"$@"
+	rc=$?
+	end=$(date +%s.%N)
+	case $rc in
+	0) pass=$((pass + 1)); printf '   PASS %s (%.1fs)\n' "$name" "$(echo "$end - $start" | bc)" ;;
+	77) skip=$((skip + 1)); printf '   SKIP %s\n' "$name" ;;
+	*) fail=$((fail + 1)); failed+=("$name"); printf '   FAIL %s (rc %d)\n' "$name" "$rc" ;;
+	esac
+}
+
+cat_unit() {
+	for t in "$build"/tests/test_*; do
+		[ -x "$t" ] || continue
+		src=$(basename "$t")
+		[ -f "tests/unit/$src.c" ] && run_one "unit/$src" "$t"
+	done
+}
+cat_kernel() {
+	for t in "$build"/tests/test_*; do
+		[ -x "$t" ] || continue
+		src=$(basename "$t")
+		[ -f "tests/kernel/$src.c" ] && run_one "kernel/$src" "$t"
+	done
+}
+cat_integration() {
+	for t in tests/integration/test_*.sh; do
+		[ -f "$t" ] || continue
+		run_one "integration/$(basename "$t" .sh)" timeout --kill-after=10 600 bash "$t"
+	done
+}
+cat_system() {
+	for t in tests/system/test_*.sh; do
+		[ -f "$t" ] || continue
+		run_one "system/$(basename "$t" .sh)" timeout 300 bash "$t"
+	done
+}
+cat_vm() { run_one "vm/matrix" timeout 900 bash tests/vm/run.sh; }
+
+what=${1:-all}
+case $what in
+unit) cat_unit ;;
+kernel) cat_kernel ;;
+integration) cat_integration ;;
+system) cat_system ;;
+vm) cat_vm ;;
+all) cat_unit; cat_kernel; cat_system; cat_integration; [ -x tests/vm/run.sh ] && cat_vm ;;
+*) echo "usage: tests/run.sh [all|unit|kernel|integration|system|vm]" >&2; exit 2 ;;
+esac
+printf '\n%d passed, %d failed, %d skipped\n' "$pass" "$fail" "$skip"
+[ "$fail" -eq 0 ] || { printf 'failed: %s\n' "${failed[*]}"; exit 1; }
