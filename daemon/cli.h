@@ -1,0 +1,26 @@
+/* Subcommand entry points of mercuryd and the options every subcommand shares. */
+#ifndef MERCURY_CLI_H
+#define MERCURY_CLI_H
+
+#include <stdbool.h>
+
+#define MERCURY_PIN_ROOT_DEFAULT "/sys/fs/bpf/mercury"
+
+struct cli_ctx {
+	bool json;            /* -j: JSON on stdout */
+	bool verbose;         /* -v: libbpf and netlink detail on stderr */
+	const char *pin_root; /* --pin-root, default MERCURY_PIN_ROOT_DEFAULT */
+};
+
+/* Each returns the process exit status (0 ok, 1 failure, 2 usage) and has printed any error. */
+int do_attach(const struct cli_ctx *ctx, int argc, char **argv);
+int do_detach(const struct cli_ctx *ctx, int argc, char **argv);
+int do_status(const struct cli_ctx *ctx, int argc, char **argv);
+int do_tag(const struct cli_ctx *ctx, int argc, char **argv);
+int do_serve(const struct cli_ctx *ctx, int argc, char **argv);
+
+/* One-line error "mercuryd: <what>" on stderr (and {"error": ...} on stdout with -j). */
+void cli_error(const struct cli_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void cli_warn(const struct cli_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#endif
