@@ -1,0 +1,329 @@
+/* mercuryd attach: root qdisc backend + classifier at TC egress, pinned so it outlives us. */
+#include <errno.h>
+#include <limits.h>
+#include <net/if.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <json-c/json.h>
+
+#include "attach_args.h"
+#include "band_plan.h"
+#include "cli.h"
+#include "iface_pins.h"
+#include "pins.h"
+#include "qdisc.h"
+#include "tc_hook.h"
+#include "classifier.skel.h"
+
+#define MERCURY_QDISC_HANDLE 0x4d450000u /* root "4d45:" ('ME') */
+
+static void attach_usage(void)
+{
+	printf("Usage: mercuryd attach <iface> [--qdisc auto|mqprio|prio|ets|htb|tbf] [--bands N]\n"
+	       "                       [--rate R] [--default-band B] [--hook auto|tcx|clsact] "
+	       "[--force]\n\n"
+	       "Installs a strict-priority root qdisc and the Mercury classifier at TC egress.\n"
+	       "  --qdisc       backend (default auto: mqprio with NIC offload, prio, ets, htb, tbf)\n"
+	       "  --bands       number of priority bands (default 8; tbf+pfifo_fast has 3)\n"
+	       "  --rate        bottleneck rate for htb and tbf, e.g. 200mbit, 10gbit\n"
+	       "  --default-band band of untagged traffic (default: the last, least urgent)\n"
+	       "  --hook        tcx (kernel >= 6.6), clsact, or auto (tcx, else clsact)\n"
+	       "  --force       replace a root qdisc Mercury did not create (detach restores it),\n"
+	       "                or re-attach with other settings\n");
+}
+
+/* Does the existing attach already give what was asked? Unset arguments match anything. */
+static bool attach_matches(const struct mercury_attach_state *st, const struct attach_args *a,
+			   int ifindex)
+{
+	return st->ifindex == (__u32)ifindex &&
+	       (a->backend == MERCURY_BACKEND_NONE || a->backend == st->backend) &&
+	       (a->bands == 0 || a->bands == st->nbands) &&
+	       (a->default_band < 0 || (__u32)a->default_band == st->default_band) &&
+	       (a->rate_bps == 0 || a->rate_bps == st->rate_bps) &&
+	       (a->hook == MERCURY_HOOK_NONE || a->hook == st->hook);
+}
+
+static const char *hook_name(__u32 hook)
+{
+	return hook == MERCURY_HOOK_TCX ? "tcx" : hook == MERCURY_HOOK_CLSACT ? "clsact" : "none";
+}
+
+static void print_attached(const struct cli_ctx *ctx, const char *iface,
+			   const struct mercury_attach_state *st, const char *how,
+			   const char *warn, const char *why)
+{
+	char dir[PATH_MAX];
+
+	pins_path(dir, sizeof(dir), ctx->pin_root, iface, NULL);
+	if (ctx->json) {
+		struct json_object *o = json_object_new_object();
+
+		json_object_object_add(o, "iface", json_object_new_string(iface));
+		json_object_object_add(o, "result", json_object_new_string(how));
+		json_object_object_add(o, "backend",
+				       json_object_new_string(backend_name(st->backend)));
+		json_object_object_add(o, "bands", json_object_new_int((int)st->nbands));
+		json_object_object_add(o, "default_band",
+				       json_object_new_int((int)st->default_band));
+		json_object_object_add(o, "rate_bps", json_object_new_int64((int64_t)st->rate_bps));
+		json_object_object_add(o, "hook", json_object_new_string(hook_name(st->hook)));
+		json_object_object_add(o, "qdisc_handle",
+				       json_object_new_int64(st->qdisc_handle >> 16));
+		json_object_object_add(o, "mqprio_hw", json_object_new_boolean(st->mqprio_hw));
+		json_object_object_add(o, "pins", json_object_new_string(dir));
+		if (why && *why)
+			json_object_object_add(o, "auto", json_object_new_string(why));
+		if (warn && *warn)
+			json_object_object_add(o, "warning", json_object_new_string(warn));
+		printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+		json_object_put(o);
+		return;
+	}
+	printf("%s %s: %s root %x:, %u bands (untagged -> band %u)", how, iface,
+	       backend_name(st->backend), st->qdisc_handle >> 16, st->nbands, st->default_band);
+	if (st->rate_bps)
+		printf(", rate %.0f Mbit/s", st->rate_bps * 8 / 1e6);
+	printf(", hook %s, pins %s\n", hook_name(st->hook), dir);
+	if (why && *why)
+		printf("auto: %s\n", why);
+}
+
+static int pin_iface(struct classifier_bpf *skel, const char *root, const char *iface, char *err,
+		     size_t errlen)
+{
+	struct {
+		struct bpf_map *map;
+		const char *name;
+	} maps[] = {{skel->maps.cfg, PIN_CFG},
+		    {skel->maps.stats, PIN_STATS},
+		    {skel->maps.attach_state, PIN_STATE}};
+	char path[PATH_MAX];
+
+	pins_path(path, sizeof(path), root, iface, NULL);
+	if (mkdir(path, 0700) && errno != EEXIST)
+		goto fail;
+	pins_path(path, sizeof(path), root, iface, PIN_PROG);
+	unlink(path);
+	if (bpf_program__pin(skel->progs.mercury_egress, path))
+		goto fail;
+	for (size_t i = 0; i < sizeof(maps) / sizeof(maps[0]); i++) {
+		pins_path(path, sizeof(path), root, iface, maps[i].name);
+		unlink(path);
+		if (bpf_map__pin(maps[i].map, path))
+			goto fail;
+	}
+	return 0;
+fail:
+	snprintf(err, errlen, "cannot pin %s: %s", path, strerror(errno));
+	return -errno;
+}
+
+static int root_qdisc_conflict(const struct cli_ctx *ctx, const struct attach_args *a,
+			       int ifindex, struct mercury_attach_state *st, char *err,
+			       size_t errlen)
+{
+	struct qdisc_root root;
+	size_t len = 0;
+	int r = qdisc_get_root(ifindex, &root, err, errlen);
+
+	if (r)
+		return r;
+	/* A root with Mercury's handle but no attach record is a leftover of a crash. */
+	if (root.is_default || root.handle == MERCURY_QDISC_HANDLE)
+		return 0;
+	if (!a->force) {
+		snprintf(err, errlen,
+			 "%s has a root qdisc '%s %x:' that Mercury did not create; remove it "
+			 "(tc qdisc del dev %s root) or use --force (detach restores it)",
+			 a->iface, root.kind, root.handle >> 16, a->iface);
+		return -EBUSY;
+	}
+	r = qdisc_save_root(ifindex, st->saved_qdisc, sizeof(st->saved_qdisc), &len, err,
+			    errlen);
+	if (r)
+		return r;
+	st->saved_qdisc_len = (__u32)len;
+	cli_warn(ctx, "replacing root qdisc '%s %x:' of %s; detach will restore it", root.kind,
+		 root.handle >> 16, a->iface);
+	return 0;
+}
+
+int do_attach(const struct cli_ctx *ctx, int argc, char **argv)
+{
+	char err[512] = "", warn[256] = "", why[256] = "", link_pin[PATH_MAX];
+	struct mercury_attach_state st = {0}, old;
+	struct mercury_iface_cfg cfg = {0};
+	struct classifier_bpf *skel = NULL;
+	struct tc_hook_result hook = {0};
+	struct attach_args a;
+	int tags_fd = -1, sstats_fd = -1, lock_fd = -1, ifindex, r, ret = 1;
+	bool qdisc_done = false, hook_done = false, pinning = false;
+	__u32 key = 0;
+	bool mqprio_hw = false;
+
+	if (attach_args_parse(argc, argv, &a, err, sizeof(err))) {
+		cli_error(ctx, "attach: %s", err);
+		return 2;
+	}
+	if (a.help) {
+		attach_usage();
+		return 0;
+	}
+	ifindex = (int)if_nametoindex(a.iface);
+	if (!ifindex) {
+		cli_error(ctx, "attach: no interface '%s' (see ip link)", a.iface);
+		return 1;
+	}
+	if (geteuid() != 0) {
+		cli_error(ctx, "attach: must run as root (needs CAP_BPF, CAP_NET_ADMIN, "
+			       "CAP_SYS_ADMIN for bpffs)");
+		return 1;
+	}
+	if (pins_prepare(ctx->pin_root, err, sizeof(err)) ||
+	    (lock_fd = pins_lock(ctx->pin_root, err, sizeof(err))) < 0) {
+		cli_error(ctx, "attach %s: %s", a.iface, err);
+		return 1;
+	}
+	pins_path(link_pin, sizeof(link_pin), ctx->pin_root, a.iface, PIN_LINK);
+
+	r = iface_state_read(ctx->pin_root, a.iface, &old);
+	if (r == 0) {
+		struct tc_hook_result h;
+
+		iface_state_hook(&old, &h);
+		if (attach_matches(&old, &a, ifindex) && tc_hook_present(ifindex, &h, link_pin)) {
+			print_attached(ctx, a.iface, &old, "already attached", NULL, NULL);
+			ret = 0;
+			goto out;
+		}
+		if (old.ifindex != (__u32)ifindex) {
+			/* The device was deleted and re-created: its old pins are stale. */
+			iface_unpin_all(ctx->pin_root, a.iface);
+		} else if (!a.force) {
+			cli_error(ctx,
+				  "attach: %s is already attached (%s, %u bands); detach it first "
+				  "or use --force to re-attach with other settings",
+				  a.iface, backend_name(old.backend), old.nbands);
+			goto out;
+		} else if (iface_teardown(ctx->pin_root, a.iface, &old, err, sizeof(err))) {
+			cli_error(ctx, "attach %s: cannot remove the previous attach: %s", a.iface,
+				  err);
+			goto out;
+		}
+	} else if (r != -ENOENT) {
+		cli_error(ctx, "attach %s: unreadable attach record under %s (%s); detach it", a.iface,
+			  ctx->pin_root, strerror(-r));
+		goto out;
+	}
+
+	if (root_qdisc_conflict(ctx, &a, ifindex, &st, err, sizeof(err))) {
+		cli_error(ctx, "attach: %s", err);
+		goto out;
+	}
+	st.backend = a.backend;
+	if (st.backend == MERCURY_BACKEND_NONE &&
+	    qdisc_pick_auto(ifindex, a.rate_bps, (enum mercury_backend *)&st.backend, why,
+			    sizeof(why))) {
+		cli_error(ctx, "attach %s: --qdisc auto found no usable backend: %s", a.iface, why);
+		goto out;
+	}
+	st.nbands = a.bands ? a.bands : backend_default_bands(st.backend);
+	st.default_band = a.default_band >= 0 ? (unsigned)a.default_band : st.nbands - 1;
+	st.rate_bps = a.rate_bps;
+	st.qdisc_handle = MERCURY_QDISC_HANDLE;
+	if (band_plan(st.backend, st.nbands, st.default_band, st.qdisc_handle, &cfg, err,
+		      sizeof(err))) {
+		cli_error(ctx, "attach %s: %s", a.iface, err);
+		goto out;
+	}
+	st.nbands = cfg.nbands; /* the backend may have fewer bands than asked (tbf: 3) */
+	st.default_band = cfg.default_band;
+
+	if (pins_global_maps(ctx->pin_root, &tags_fd, &sstats_fd, err, sizeof(err))) {
+		cli_error(ctx, "attach %s: %s", a.iface, err);
+		goto out;
+	}
+	skel = classifier_bpf__open();
+	if (!skel || bpf_map__reuse_fd(skel->maps.sock_tags, tags_fd) ||
+	    bpf_map__reuse_fd(skel->maps.sock_stats, sstats_fd) || classifier_bpf__load(skel)) {
+		cli_error(ctx, "attach %s: cannot load the classifier: %s (run with -v for the "
+			       "verifier log)", a.iface, strerror(errno));
+		goto out;
+	}
+	if (bpf_map_update_elem(bpf_map__fd(skel->maps.cfg), &key, &cfg, BPF_ANY)) {
+		cli_error(ctx, "attach %s: cannot write the band configuration: %s", a.iface,
+			  strerror(errno));
+		goto out;
+	}
+
+	struct qdisc_spec spec = {.ifindex = ifindex,
+				  .backend = st.backend,
+				  .nbands = st.nbands,
+				  .default_band = st.default_band,
+				  .rate_bps = st.rate_bps,
+				  .handle = st.qdisc_handle};
+	if (qdisc_install(&spec, &mqprio_hw, warn, sizeof(warn), err, sizeof(err))) {
+		cli_error(ctx, "attach %s: %s", a.iface, err);
+		goto out;
+	}
+	qdisc_done = true;
+	st.mqprio_hw = mqprio_hw;
+	if (warn[0])
+		cli_warn(ctx, "%s: %s", a.iface, warn);
+
+	pinning = true;
+	if (pin_iface(skel, ctx->pin_root, a.iface, err, sizeof(err)) ||
+	    tc_hook_attach(bpf_program__fd(skel->progs.mercury_egress), ifindex, a.hook, link_pin,
+			   &hook, err, sizeof(err))) {
+		cli_error(ctx, "attach %s: %s", a.iface, err);
+		goto out;
+	}
+	hook_done = true;
+	st.layout_version = MERCURY_LAYOUT_VERSION;
+	st.ifindex = (__u32)ifindex;
+	st.hook = hook.hook;
+	st.created_clsact = hook.created_clsact;
+	st.tc_handle = hook.tc_handle;
+	st.tc_priority = hook.tc_priority;
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	st.attached_at_ns = (__u64)now.tv_sec * 1000000000ull + (__u64)now.tv_nsec;
+	if (bpf_map_update_elem(bpf_map__fd(skel->maps.attach_state), &key, &st, BPF_ANY)) {
+		cli_error(ctx, "attach %s: cannot write the attach record: %s", a.iface,
+			  strerror(errno));
+		goto out;
+	}
+	print_attached(ctx, a.iface, &st, "attached", warn, why);
+	ret = 0;
+out:
+	if (ret) {
+		/* Leave nothing half-attached: undo in reverse order. */
+		char e2[256];
+
+		if (hook_done)
+			tc_hook_detach(ifindex, &hook, link_pin, e2, sizeof(e2));
+		if (qdisc_done) {
+			qdisc_remove(ifindex, st.qdisc_handle, e2, sizeof(e2));
+			if (st.saved_qdisc_len)
+				qdisc_restore_root(ifindex, st.saved_qdisc, st.saved_qdisc_len, e2,
+						   sizeof(e2));
+		}
+		if (pinning)
+			iface_unpin_all(ctx->pin_root, a.iface);
+		pins_remove_unused_globals(ctx->pin_root);
+	}
+	classifier_bpf__destroy(skel);
+	if (tags_fd >= 0)
+		close(tags_fd);
+	if (sstats_fd >= 0)
+		close(sstats_fd);
+	if (lock_fd >= 0)
+		close(lock_fd);
+	return ret;
+}

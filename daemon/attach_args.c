@@ -1,0 +1,257 @@
+/* Parsing of attach and tag arguments, kept apart from the syscalls so it can be tested. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "attach_args.h"
+#include "band_plan.h"
+
+int parse_uint(const char *s, uint64_t limit, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	if (!s || !*s || *s == '-' || *s == '+')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 0);
+	if (errno || *end || v >= limit)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+int parse_rate(const char *s, uint64_t *bytes_per_sec)
+{
+	static const struct {
+		const char *suffix;
+		double bits; /* bits per unit */
+	} units[] = {
+		{"", 1},           {"bit", 1},       {"kbit", 1e3},   {"mbit", 1e6},
+		{"gbit", 1e9},     {"tbit", 1e12},   {"bps", 8},      {"kbps", 8e3},
+		{"mbps", 8e6},     {"gbps", 8e9},    {"tbps", 8e12},
+	};
+	char *end;
+	double v;
+
+	if (!s || !*s || *s == '-')
+		return -EINVAL;
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || v <= 0)
+		return -EINVAL;
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		if (strcasecmp(end, units[i].suffix) == 0) {
+			double bytes = v * units[i].bits / 8;
+
+			if (bytes < 1 || bytes > 1e15)
+				return -ERANGE;
+			*bytes_per_sec = (uint64_t)bytes;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+int attach_args_parse(int argc, char **argv, struct attach_args *a, char *err, size_t errlen)
+{
+	static const struct option opts[] = {
+		{"qdisc", required_argument, NULL, 'q'},
+		{"bands", required_argument, NULL, 'b'},
+		{"rate", required_argument, NULL, 'r'},
+		{"default-band", required_argument, NULL, 'd'},
+		{"hook", required_argument, NULL, 'k'},
+		{"force", no_argument, NULL, 'f'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	uint64_t v;
+	int c;
+
+	memset(a, 0, sizeof(*a));
+	a->default_band = -1;
+	optind = 0;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":fh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'q':
+			if (backend_from_name(optarg, &a->backend)) {
+				snprintf(err, errlen,
+					 "unknown qdisc '%s': use auto, mqprio, prio, ets, htb or tbf",
+					 optarg);
+				return -EINVAL;
+			}
+			break;
+		case 'b':
+			if (parse_uint(optarg, MERCURY_MAX_BANDS + 1, &v) || v < 2) {
+				snprintf(err, errlen, "--bands '%s': give a number from 2 to %d",
+					 optarg, MERCURY_MAX_BANDS);
+				return -EINVAL;
+			}
+			a->bands = (unsigned)v;
+			break;
+		case 'r':
+			if (parse_rate(optarg, &a->rate_bps)) {
+				snprintf(err, errlen,
+					 "--rate '%s': give a rate like 200mbit, 10gbit or 125mbps",
+					 optarg);
+				return -EINVAL;
+			}
+			break;
+		case 'd':
+			if (parse_uint(optarg, MERCURY_MAX_BANDS, &v)) {
+				snprintf(err, errlen, "--default-band '%s': give a band number from 0",
+					 optarg);
+				return -EINVAL;
+			}
+			a->default_band = (int)v;
+			break;
+		case 'k':
+			if (strcmp(optarg, "auto") == 0)
+				a->hook = MERCURY_HOOK_NONE;
+			else if (strcmp(optarg, "tcx") == 0)
+				a->hook = MERCURY_HOOK_TCX;
+			else if (strcmp(optarg, "clsact") == 0)
+				a->hook = MERCURY_HOOK_CLSACT;
+			else {
+				snprintf(err, errlen, "--hook '%s': use auto, tcx or clsact", optarg);
+				return -EINVAL;
+			}
+			break;
+		case 'f':
+			a->force = true;
+			break;
+		case 'h':
+			a->help = true;
+			return 0;
+		case ':':
+			snprintf(err, errlen, "option '%s' needs a value", argv[optind - 1]);
+			return -EINVAL;
+		default:
+			snprintf(err, errlen, "unknown option '%s'; see mercuryd attach --help",
+				 argv[optind - 1]);
+			return -EINVAL;
+		}
+	}
+	if (optind != argc - 1) {
+		snprintf(err, errlen, optind >= argc ? "attach needs an interface name"
+						     : "attach takes one interface, got extra '%s'",
+			 argv[optind < argc ? argc - 1 : 0]);
+		return -EINVAL;
+	}
+	a->iface = argv[optind];
+	if (a->bands && a->default_band >= (int)a->bands) {
+		snprintf(err, errlen, "--default-band %d is not below --bands %u", a->default_band,
+			 a->bands);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int tag_args_parse(int argc, char **argv, struct tag_args *a, char *err, size_t errlen)
+{
+	static const struct option opts[] = {
+		{"pid", required_argument, NULL, 'p'},   {"fd", required_argument, NULL, 'F'},
+		{"next", required_argument, NULL, 'n'},  {"offset", required_argument, NULL, 'o'},
+		{"len", required_argument, NULL, 'l'},   {"level", required_argument, NULL, 'L'},
+		{"show", no_argument, NULL, 's'},        {"clear", no_argument, NULL, 'c'},
+		{"help", no_argument, NULL, 'h'},        {NULL, 0, NULL, 0},
+	};
+	uint64_t v;
+	int c;
+
+	memset(a, 0, sizeof(*a));
+	a->pid = -1;
+	a->fd = -1;
+	optind = 0;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+		const char *name = argv[optind - 1];
+
+		switch (c) {
+		case 'p':
+		case 'F':
+			if (parse_uint(optarg, 1u << 30, &v)) {
+				snprintf(err, errlen, "%s '%s': give a non-negative number", name,
+					 optarg);
+				return -EINVAL;
+			}
+			if (c == 'p')
+				a->pid = (long)v;
+			else
+				a->fd = (int)v;
+			break;
+		case 'n':
+		case 'o':
+		case 'l':
+			if (parse_uint(optarg, UINT64_MAX, &v) || (c != 'o' && v == 0)) {
+				snprintf(err, errlen, "%s '%s': give a byte count%s", name, optarg,
+					 c != 'o' ? " above 0" : "");
+				return -EINVAL;
+			}
+			if (c == 'n') {
+				a->next = v;
+				a->have_next = true;
+			} else if (c == 'o') {
+				a->offset = v;
+				a->have_offset = true;
+			} else {
+				a->len = v;
+				a->have_len = true;
+			}
+			break;
+		case 'L':
+			if (parse_uint(optarg, MERCURY_MAX_LEVELS, &v)) {
+				snprintf(err, errlen, "--level '%s': give a level from 0 (most urgent) to %d",
+					 optarg, MERCURY_MAX_LEVELS - 1);
+				return -EINVAL;
+			}
+			a->level = (uint32_t)v;
+			a->have_level = true;
+			break;
+		case 's':
+			a->show = true;
+			break;
+		case 'c':
+			a->clear = true;
+			break;
+		case 'h':
+			a->help = true;
+			return 0;
+		case ':':
+			snprintf(err, errlen, "option '%s' needs a value", name);
+			return -EINVAL;
+		default:
+			snprintf(err, errlen, "unknown option '%s'; see mercuryd tag --help", name);
+			return -EINVAL;
+		}
+	}
+	if (optind != argc) {
+		snprintf(err, errlen, "unexpected argument '%s'", argv[optind]);
+		return -EINVAL;
+	}
+	if (a->pid < 0 || a->fd < 0) {
+		snprintf(err, errlen, "tag needs --pid and --fd of the socket (see ls -l /proc/PID/fd)");
+		return -EINVAL;
+	}
+	if (a->show || a->clear) {
+		if (a->have_next || a->have_offset || a->have_level || (a->show && a->clear)) {
+			snprintf(err, errlen, "--show and --clear take only --pid and --fd");
+			return -EINVAL;
+		}
+		return 0;
+	}
+	if (a->have_next == (a->have_offset || a->have_len) ||
+	    (a->have_offset != a->have_len)) {
+		snprintf(err, errlen, "give either --next N or --offset S --len N");
+		return -EINVAL;
+	}
+	if (!a->have_level) {
+		snprintf(err, errlen, "tag needs --level L (0 is the most urgent)");
+		return -EINVAL;
+	}
+	return 0;
+}

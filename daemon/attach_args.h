@@ -1,0 +1,39 @@
+/* Argument parsing for `mercuryd attach` and `tag`: pure, unit-tested. */
+#ifndef MERCURY_ATTACH_ARGS_H
+#define MERCURY_ATTACH_ARGS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "mercury_abi.h"
+
+struct attach_args {
+	const char *iface;
+	enum mercury_backend backend; /* MERCURY_BACKEND_NONE: auto */
+	enum mercury_hook hook;       /* MERCURY_HOOK_NONE: auto (TCX, else clsact) */
+	unsigned bands;               /* 0: the backend's default */
+	uint64_t rate_bps;            /* bytes per second; 0: not given */
+	int default_band;             /* -1: last band */
+	bool force;
+	bool help;
+};
+
+/* Rates as tc writes them: "200mbit", "1gbit", "10Mbps" (bytes), bare number = bit/s. */
+int parse_rate(const char *s, uint64_t *bytes_per_sec);
+/* Non-negative integer below `limit`, whole string. */
+int parse_uint(const char *s, uint64_t limit, uint64_t *out);
+
+/* 0, or -EINVAL with a one-line message in err. Uses getopt: resets optind. */
+int attach_args_parse(int argc, char **argv, struct attach_args *a, char *err, size_t errlen);
+
+struct tag_args {
+	long pid;
+	int fd;
+	bool have_next, have_offset, have_len, have_level;
+	uint64_t next, offset, len;
+	uint32_t level;
+	bool show, clear, help;
+};
+int tag_args_parse(int argc, char **argv, struct tag_args *a, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,79 @@
+/* mercuryd detach: remove exactly what attach added and restore the previous root qdisc. */
+#include <errno.h>
+#include <net/if.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include <json-c/json.h>
+
+#include "cli.h"
+#include "iface_pins.h"
+#include "pins.h"
+
+int do_detach(const struct cli_ctx *ctx, int argc, char **argv)
+{
+	struct mercury_attach_state st;
+	char err[512] = "";
+	const char *iface;
+	int lock_fd, r, ret = 1;
+
+	if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+		printf("Usage: mercuryd detach <iface>\n\n"
+		       "Removes Mercury's classifier and root qdisc from <iface>, restores the root\n"
+		       "qdisc it replaced, and removes the pins under the pin root.\n");
+		return 0;
+	}
+	if (argc != 2 || argv[1][0] == '-') {
+		cli_error(ctx, "detach: give exactly one interface: mercuryd detach <iface>");
+		return 2;
+	}
+	iface = argv[1];
+	if (geteuid() != 0) {
+		cli_error(ctx, "detach: must run as root");
+		return 1;
+	}
+	if (access(ctx->pin_root, F_OK)) {
+		cli_error(ctx, "detach: %s is not attached (no pins under %s)", iface, ctx->pin_root);
+		return 1;
+	}
+	lock_fd = pins_lock(ctx->pin_root, err, sizeof(err));
+	if (lock_fd < 0) {
+		cli_error(ctx, "detach %s: %s", iface, err);
+		return 1;
+	}
+	r = iface_state_read(ctx->pin_root, iface, &st);
+	if (r == -ENOENT) {
+		cli_error(ctx, "detach: %s is not attached (no pins under %s/%s)", iface,
+			  ctx->pin_root, iface);
+		goto out;
+	}
+	if (r) {
+		cli_error(ctx, "detach %s: unreadable attach record (%s)", iface, strerror(-r));
+		goto out;
+	}
+	if (if_nametoindex(iface) != st.ifindex) {
+		/* The device is gone (or re-created): its qdisc and hook went with it. */
+		iface_unpin_all(ctx->pin_root, iface);
+	} else if (iface_teardown(ctx->pin_root, iface, &st, err, sizeof(err))) {
+		cli_error(ctx, "detach %s: %s", iface, err);
+		goto out;
+	}
+	pins_remove_unused_globals(ctx->pin_root);
+	if (ctx->json) {
+		struct json_object *o = json_object_new_object();
+
+		json_object_object_add(o, "iface", json_object_new_string(iface));
+		json_object_object_add(o, "result", json_object_new_string("detached"));
+		json_object_object_add(o, "restored_qdisc",
+				       json_object_new_boolean(st.saved_qdisc_len > 0));
+		printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+		json_object_put(o);
+	} else {
+		printf("detached %s%s\n", iface,
+		       st.saved_qdisc_len ? " (previous root qdisc restored)" : "");
+	}
+	ret = 0;
+out:
+	close(lock_fd);
+	return ret;
+}

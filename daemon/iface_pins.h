@@ -1,0 +1,38 @@
+/* Per-interface pins: the attach record, configuration and counters of one attached device. */
+#ifndef MERCURY_IFACE_PINS_H
+#define MERCURY_IFACE_PINS_H
+
+#include <stddef.h>
+#include "mercury_abi.h"
+#include "tc_hook.h"
+
+/* Names of the pins in <root>/<iface>/. */
+#define PIN_PROG  "prog"
+#define PIN_LINK  "link"
+#define PIN_CFG   "cfg"
+#define PIN_STATS "stats"
+#define PIN_STATE "attach_state"
+
+/* 0 and *st filled, -ENOENT when the interface is not attached, other -errno on failure. */
+int iface_state_read(const char *root, const char *iface, struct mercury_attach_state *st);
+int iface_cfg_read(const char *root, const char *iface, struct mercury_iface_cfg *cfg);
+/* Sums the per-CPU counters. */
+int iface_stats_read(const char *root, const char *iface, struct mercury_stats *sum);
+
+/* The hook description stored in the attach record. */
+void iface_state_hook(const struct mercury_attach_state *st, struct tc_hook_result *hook);
+
+/* Removes every pin of the interface and its directory; missing pins are fine. */
+void iface_unpin_all(const char *root, const char *iface);
+/* When no interface is attached any more: removes the shared maps and the root directory. */
+void pins_remove_unused_globals(const char *root);
+
+/* Calls fn for each attached interface (each directory holding an attach record). */
+int iface_for_each(const char *root, int (*fn)(const char *iface, void *arg), void *arg);
+
+/* Undoes an attach described by st: hook, qdisc (restoring a replaced root), pins. Used by
+ * detach and by attach --force. Returns 0 or -errno with err set. */
+int iface_teardown(const char *root, const char *iface, const struct mercury_attach_state *st,
+		   char *err, size_t errlen);
+
+#endif

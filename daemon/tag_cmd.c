@@ -1,0 +1,175 @@
+/* mercuryd tag: the admin path to tag a byte range of another process's TCP socket. */
+#include <errno.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/pidfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <json-c/json.h>
+#include <bpf/bpf.h>
+
+#include "attach_args.h"
+#include "cli.h"
+#include "pins.h"
+#include "tag_store.h"
+
+#ifndef SO_COOKIE
+#define SO_COOKIE 57
+#endif
+
+static void tag_usage(void)
+{
+	printf("Usage: mercuryd tag --pid P --fd F --next N --level L\n"
+	       "       mercuryd tag --pid P --fd F --offset S --len N --level L\n"
+	       "       mercuryd tag --pid P --fd F --show | --clear\n\n"
+	       "Tags bytes of process P's TCP socket F with priority level L (0 most urgent):\n"
+	       "  --next N          the next N bytes the process writes\n"
+	       "  --offset S --len N bytes [S, S+N) in the classifier's stream offsets\n"
+	       "                    (tcpi_bytes_acked based: an actively opened socket's first\n"
+	       "                    byte is 1, an accepted socket's is 0)\n"
+	       "  --show            print the socket's tagged ranges and position\n"
+	       "  --clear           remove all of the socket's tags\n"
+	       "The socket is borrowed with pidfd_getfd(2) and closed again at once.\n");
+}
+
+/* Borrows fd `fd` of process `pid` and checks that it is a TCP socket. */
+static int borrow_tcp_socket(long pid, int fd, char *err, size_t errlen)
+{
+	int pidfd, sock, proto = 0;
+	socklen_t len = sizeof(proto);
+
+	pidfd = pidfd_open((pid_t)pid, 0);
+	if (pidfd < 0) {
+		snprintf(err, errlen, "no process %ld (%s)", pid, strerror(errno));
+		return -errno;
+	}
+	sock = pidfd_getfd(pidfd, fd, 0);
+	close(pidfd);
+	if (sock < 0) {
+		int r = -errno;
+
+		snprintf(err, errlen, "process %ld has no fd %d (%s)", pid, fd, strerror(-r));
+		return r;
+	}
+	if (getsockopt(sock, SOL_SOCKET, SO_PROTOCOL, &proto, &len) || proto != IPPROTO_TCP) {
+		snprintf(err, errlen, "fd %d of process %ld is not a TCP socket", fd, pid);
+		close(sock);
+		return -ENOTSOCK;
+	}
+	return sock;
+}
+
+static void print_tags(const struct cli_ctx *ctx, const struct tag_args *a, int sock,
+		       const struct mercury_sock_tags *t, uint64_t next, uint64_t acked)
+{
+	uint64_t cookie = 0;
+	socklen_t len = sizeof(cookie);
+
+	getsockopt(sock, SOL_SOCKET, SO_COOKIE, &cookie, &len);
+	if (ctx->json) {
+		struct json_object *o = json_object_new_object(), *rs = json_object_new_array();
+
+		json_object_object_add(o, "pid", json_object_new_int64(a->pid));
+		json_object_object_add(o, "fd", json_object_new_int(a->fd));
+		json_object_object_add(o, "cookie", json_object_new_int64((int64_t)cookie));
+		json_object_object_add(o, "next_write", json_object_new_int64((int64_t)next));
+		json_object_object_add(o, "acked", json_object_new_int64((int64_t)acked));
+		for (uint32_t i = 0; i < t->count && i < MERCURY_RANGES_PER_SOCK; i++) {
+			struct json_object *r = json_object_new_object();
+
+			json_object_object_add(r, "start",
+					       json_object_new_int64((int64_t)t->ranges[i].start));
+			json_object_object_add(r, "end",
+					       json_object_new_int64((int64_t)t->ranges[i].end));
+			json_object_object_add(r, "level",
+					       json_object_new_int((int)t->ranges[i].level));
+			json_object_array_add(rs, r);
+		}
+		json_object_object_add(o, "ranges", rs);
+		printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+		json_object_put(o);
+		return;
+	}
+	printf("pid %ld fd %d (cookie %llu): next write at %llu, acked %llu, %u ranges\n", a->pid,
+	       a->fd, (unsigned long long)cookie, (unsigned long long)next,
+	       (unsigned long long)acked, t->count);
+	for (uint32_t i = 0; i < t->count && i < MERCURY_RANGES_PER_SOCK; i++)
+		printf("  [%llu, %llu) level %u\n", (unsigned long long)t->ranges[i].start,
+		       (unsigned long long)t->ranges[i].end, t->ranges[i].level);
+}
+
+int do_tag(const struct cli_ctx *ctx, int argc, char **argv)
+{
+	char err[512] = "", path[PATH_MAX];
+	struct mercury_sock_tags tags;
+	uint64_t next = 0, acked = 0;
+	struct tag_args a;
+	int map_fd = -1, sock = -1, r, ret = 1;
+
+	if (tag_args_parse(argc, argv, &a, err, sizeof(err))) {
+		cli_error(ctx, "tag: %s", err);
+		return 2;
+	}
+	if (a.help) {
+		tag_usage();
+		return 0;
+	}
+	if (geteuid() != 0) {
+		cli_error(ctx, "tag: must run as root (needs CAP_SYS_PTRACE over the process and "
+			       "CAP_BPF)");
+		return 1;
+	}
+	pins_path(path, sizeof(path), ctx->pin_root, NULL, "sock_tags");
+	map_fd = bpf_obj_get(path);
+	if (map_fd < 0) {
+		cli_error(ctx, "tag: no interface is attached (%s missing); run mercuryd attach "
+			       "<iface> first", path);
+		return 1;
+	}
+	sock = borrow_tcp_socket(a.pid, a.fd, err, sizeof(err));
+	if (sock < 0) {
+		cli_error(ctx, "tag: %s", err);
+		goto out;
+	}
+	r = sock_stream_position(sock, &next, &acked);
+	if (r) {
+		cli_error(ctx, "tag: pid %ld fd %d: %s", a.pid, a.fd,
+			  r == -ENOTCONN ? "the socket is not connected" : strerror(-r));
+		goto out;
+	}
+	if (a.clear) {
+		r = tag_store_clear(map_fd, sock);
+	} else if (!a.show) {
+		uint64_t start = a.have_next ? next : a.offset;
+		uint64_t len = a.have_next ? a.next : a.len;
+
+		r = tag_store_add(map_fd, sock, start, len, a.level, 0);
+		if (r == -EINVAL)
+			snprintf(err, sizeof(err), "[%llu, +%llu) overlaps or precedes the socket's "
+				 "last tagged range (tags must go forward)",
+				 (unsigned long long)start, (unsigned long long)len);
+		else if (r == -ENOSPC)
+			snprintf(err, sizeof(err), "the socket already has %d unacknowledged tagged "
+				 "ranges; wait for the peer to acknowledge or --clear",
+				 MERCURY_RANGES_PER_SOCK);
+	} else {
+		r = 0;
+	}
+	if (r) {
+		cli_error(ctx, "tag: pid %ld fd %d: %s", a.pid, a.fd, err[0] ? err : strerror(-r));
+		goto out;
+	}
+	if ((r = tag_store_get(map_fd, sock, &tags))) {
+		cli_error(ctx, "tag: cannot read back the tags: %s", strerror(-r));
+		goto out;
+	}
+	print_tags(ctx, &a, sock, &tags, next, acked);
+	ret = 0;
+out:
+	if (sock >= 0)
+		close(sock); /* never keep a process's socket: it would outlive its close() */
+	close(map_fd);
+	return ret;
+}

@@ -1,0 +1,140 @@
+/* Tagged byte ranges per socket: the pure range table logic and its socket-local storage. */
+#include <errno.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <linux/sockios.h>
+#include <linux/tcp.h>
+#include <netinet/in.h>
+#include <bpf/bpf.h>
+
+#include "tag_store.h"
+
+/* tcpi_state values (include/net/tcp_states.h); linux/tcp.h does not export them. */
+enum { TCPI_ESTABLISHED = 1, TCPI_CLOSE_WAIT = 8 };
+
+int tags_find(const struct mercury_sock_tags *tags, uint64_t offset)
+{
+	uint32_t lo = 0, hi = tags->count > MERCURY_RANGES_PER_SOCK ? MERCURY_RANGES_PER_SOCK
+								    : tags->count;
+
+	/* Last range whose start <= offset, then check its end: same as the classifier. */
+	while (lo < hi) {
+		uint32_t mid = (lo + hi) / 2;
+
+		if (tags->ranges[mid].start <= offset)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0 || offset >= tags->ranges[lo - 1].end)
+		return -1;
+	return (int)lo - 1;
+}
+
+int tags_insert(struct mercury_sock_tags *tags, uint64_t start, uint64_t len, uint32_t level,
+		uint64_t acked)
+{
+	struct mercury_range *last;
+	uint32_t drop = 0;
+
+	if (len == 0 || start + len < start || level >= MERCURY_MAX_LEVELS)
+		return -EINVAL;
+	if (tags->count > MERCURY_RANGES_PER_SOCK)
+		return -EINVAL;
+	/* Ranges the peer has acknowledged in full can no longer match a packet. */
+	while (drop < tags->count && tags->ranges[drop].end <= acked)
+		drop++;
+	if (drop) {
+		memmove(tags->ranges, tags->ranges + drop,
+			(tags->count - drop) * sizeof(tags->ranges[0]));
+		tags->count -= drop;
+		memset(tags->ranges + tags->count, 0, drop * sizeof(tags->ranges[0]));
+	}
+	last = tags->count ? &tags->ranges[tags->count - 1] : NULL;
+	if (last && start < last->end)
+		return -EINVAL; /* overlaps or precedes what is tagged: out of order */
+	if (last && last->end == start && last->level == level) {
+		last->end = start + len;
+	} else {
+		if (tags->count == MERCURY_RANGES_PER_SOCK)
+			return -ENOSPC;
+		tags->ranges[tags->count++] =
+			(struct mercury_range){.start = start, .end = start + len, .level = level};
+	}
+	tags->generation++;
+	return 0;
+}
+
+static int bytes_acked(int fd, uint64_t *acked)
+{
+	struct tcp_info ti;
+	socklen_t len = sizeof(ti);
+
+	memset(&ti, 0, sizeof(ti));
+	if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len))
+		return -errno;
+	if (len < offsetof(struct tcp_info, tcpi_bytes_acked) + sizeof(ti.tcpi_bytes_acked))
+		return -EOPNOTSUPP; /* kernel older than 4.1 */
+	if (ti.tcpi_state != TCPI_ESTABLISHED && ti.tcpi_state != TCPI_CLOSE_WAIT)
+		return -ENOTCONN;
+	*acked = ti.tcpi_bytes_acked;
+	return 0;
+}
+
+int sock_stream_position(int sock_fd, uint64_t *next_write, uint64_t *acked)
+{
+	/* acked + unacked-or-unsent is invariant under ACK arrival; read it until an ACK did
+	 * not land between the two calls (bounded: ACKs cannot keep arriving forever). */
+	for (int tries = 0; tries < 16; tries++) {
+		uint64_t a1, a2;
+		int outq, r;
+
+		if ((r = bytes_acked(sock_fd, &a1)))
+			return r;
+		if (ioctl(sock_fd, SIOCOUTQ, &outq))
+			return -errno;
+		if ((r = bytes_acked(sock_fd, &a2)))
+			return r;
+		if (a1 == a2) {
+			*acked = a1;
+			*next_write = a1 + (uint64_t)outq;
+			return 0;
+		}
+	}
+	return -EAGAIN;
+}
+
+int tag_store_get(int map_fd, int sock_fd, struct mercury_sock_tags *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (bpf_map_lookup_elem(map_fd, &sock_fd, out))
+		return errno == ENOENT ? 0 : -errno;
+	return 0;
+}
+
+int tag_store_add(int map_fd, int sock_fd, uint64_t start, uint64_t len, uint32_t level,
+		  uint64_t owner)
+{
+	struct mercury_sock_tags tags;
+	uint64_t next, acked;
+	int r;
+
+	if ((r = sock_stream_position(sock_fd, &next, &acked)))
+		return r;
+	if ((r = tag_store_get(map_fd, sock_fd, &tags)))
+		return r;
+	if ((r = tags_insert(&tags, start, len, level, acked)))
+		return r;
+	tags.owner = owner;
+	if (bpf_map_update_elem(map_fd, &sock_fd, &tags, BPF_ANY))
+		return -errno;
+	return 0;
+}
+
+int tag_store_clear(int map_fd, int sock_fd)
+{
+	if (bpf_map_delete_elem(map_fd, &sock_fd) && errno != ENOENT)
+		return -errno;
+	return 0;
+}
