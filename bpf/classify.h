@@ -1,0 +1,310 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The classifier's logic, shared by the production program (classifier.bpf.c) and its
+ * test variant (classifier_test.bpf.c) so that both run exactly the same code: the maps,
+ * header parsing, the range search, the level -> band mapping and the counters. A program
+ * differs only in where its socket view (struct mercury_sock_view) comes from.
+ *
+ * A program is:
+ *	if (!mercury_begin(skb, &c)) return TC_ACT_UNSPEC;   (cfg + headers)
+ *	if (c.outcome == MERCURY_NEEDS_SOCK) <fill the socket view>;
+ *	return mercury_finish(skb, &c, &view);                (search, priority, counters)
+ *
+ * Cost matters (it runs for every egress packet): one cfg and one stats lookup per
+ * packet, helpers only for packets that carry TCP payload, few branches.
+ */
+#ifndef MERCURY_CLASSIFY_H
+#define MERCURY_CLASSIFY_H
+
+#define TC_ACT_UNSPEC (-1) /* same value as TCX_NEXT: later filters still run */
+
+#define ETH_P_IP      0x0800
+#define ETH_P_IPV6    0x86DD
+#define ETH_P_8021Q   0x8100
+#define ETH_P_8021AD  0x88A8
+#define IP_OFFSET     0x1FFF /* IPv4 fragment offset bits */
+#define IP6_OFFSET    0xFFF8 /* IPv6 fragment header offset bits */
+#define IP6_EXT_WALK  4	     /* extension headers walked before giving up (NOT_TCP) */
+#define NEXTHDR_HOP   0
+#define NEXTHDR_ROUTE 43
+#define NEXTHDR_FRAG  44
+#define NEXTHDR_DEST  60
+
+/* Parse result meaning "TCP with payload: the socket view decides". */
+#define MERCURY_NEEDS_SOCK MERCURY_OUT_MAX
+
+/* Maps every classifier object carries; names and layouts are what mercuryd expects. */
+struct {
+	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct mercury_sock_tags);
+} sock_tags SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct mercury_sock_stats);
+} sock_stats SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct mercury_stats);
+} stats SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct mercury_iface_cfg);
+} cfg SEC(".maps");
+
+/* Unused by the code; here so that libbpf creates it BTF-typed for mercuryd to pin. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct mercury_attach_state);
+} attach_state SEC(".maps");
+
+/* Value of the test variant's "test_view" map: the socket as BPF_PROG_TEST_RUN can't give it. */
+struct mercury_test_view {
+	__u32 has_sock; /* a full TCP socket: snd_una and bytes_acked are valid */
+	__u32 snd_una;
+	__u64 bytes_acked;
+	__u32 has_tags; /* use the "test_tags" entry as the socket's tags */
+	__u32 pad;
+};
+
+/* What the classifier knows about the packet's socket. Zeroed: no socket. */
+struct mercury_sock_view {
+	__u32 has_sock;
+	__u32 snd_una;
+	__u64 bytes_acked;
+	const struct mercury_sock_tags *tags;  /* NULL: socket has no tags */
+	struct mercury_sock_stats *sock_stats; /* NULL: not counted per socket */
+};
+
+/* Per-packet state between mercury_begin() and mercury_finish(). */
+struct mercury_classify_ctx {
+	const struct mercury_iface_cfg *cfg;
+	__u32 last_band;    /* nbands - 1, at most MERCURY_MAX_BANDS - 1 */
+	__u32 default_band; /* clamped to last_band */
+	__u32 outcome;	    /* enum mercury_outcome or MERCURY_NEEDS_SOCK */
+	__u32 seq;	    /* sequence number of the first payload byte */
+};
+
+/*
+ * IPv6 extension headers up to the L4 header. Returns the L4 protocol (255 when it is not
+ * known after IP6_EXT_WALK headers or a non-first fragment) and advances *off past them.
+ */
+static __always_inline int mercury_skip_ipv6_ext(void *data, void *data_end, __u32 *off,
+						 __u8 nexthdr)
+{
+	__u32 l4 = *off;
+
+	for (int i = 0; i < IP6_EXT_WALK; i++) {
+		if (nexthdr == IPPROTO_TCP)
+			break;
+		if (nexthdr == NEXTHDR_HOP || nexthdr == NEXTHDR_ROUTE || nexthdr == NEXTHDR_DEST) {
+			struct ipv6_opt_hdr *oh = data + l4;
+
+			if ((void *)(oh + 1) > data_end)
+				return -1;
+			nexthdr = oh->nexthdr;
+			l4 += ((__u32)oh->hdrlen + 1) * 8;
+		} else if (nexthdr == NEXTHDR_FRAG) {
+			struct frag_hdr *fh = data + l4;
+
+			if ((void *)(fh + 1) > data_end)
+				return -1;
+			if (fh->frag_off & bpf_htons(IP6_OFFSET))
+				return 255;
+			nexthdr = fh->nexthdr;
+			l4 += sizeof(*fh);
+		} else {
+			break;
+		}
+	}
+	*off = l4;
+	return nexthdr;
+}
+
+/*
+ * Headers of an egress packet: L2 (Ethernet, one optional VLAN tag), IPv4 or IPv6 with up to
+ * IP6_EXT_WALK extension headers, TCP. Returns an outcome, or MERCURY_NEEDS_SOCK with *seq set
+ * for TCP segments with payload. The payload length comes from skb->len, never from the IP
+ * length fields (GSO and BIG TCP packets carry 0 or the length of one segment there).
+ */
+static __always_inline __u32 mercury_parse(struct __sk_buff *skb, __u32 *seq)
+{
+	void *data = (void *)(long)skb->data;
+	void *data_end = (void *)(long)skb->data_end;
+	struct ethhdr *eth = data;
+	struct tcphdr *th;
+	__u32 off = sizeof(*eth), hdrs, len;
+	__be16 proto;
+
+	if ((void *)(eth + 1) > data_end)
+		return MERCURY_OUT_MALFORMED;
+	proto = eth->h_proto;
+	if (proto == bpf_htons(ETH_P_8021Q) || proto == bpf_htons(ETH_P_8021AD)) {
+		struct vlan_hdr *vh = data + off;
+
+		if ((void *)(vh + 1) > data_end)
+			return MERCURY_OUT_MALFORMED;
+		proto = vh->h_vlan_encapsulated_proto;
+		off += sizeof(*vh);
+	}
+
+	if (proto == bpf_htons(ETH_P_IP)) {
+		struct iphdr *iph = data + off;
+		__u8 ver_ihl;
+
+		if ((void *)(iph + 1) > data_end)
+			return MERCURY_OUT_MALFORMED;
+		ver_ihl = *(__u8 *)iph;
+		/* version 4 and ihl 5..15 in one compare */
+		if ((__u8)(ver_ihl - 0x45) > 0x0A)
+			return MERCURY_OUT_MALFORMED;
+		if (iph->protocol != IPPROTO_TCP || (iph->frag_off & bpf_htons(IP_OFFSET)))
+			return MERCURY_OUT_NOT_TCP;
+		off += (ver_ihl & 0x0F) * 4;
+	} else if (proto == bpf_htons(ETH_P_IPV6)) {
+		struct ipv6hdr *ip6 = data + off;
+		int l4proto;
+
+		if ((void *)(ip6 + 1) > data_end)
+			return MERCURY_OUT_MALFORMED;
+		if ((*(__u8 *)ip6 >> 4) != 6)
+			return MERCURY_OUT_MALFORMED;
+		off += sizeof(*ip6);
+		l4proto = mercury_skip_ipv6_ext(data, data_end, &off, ip6->nexthdr);
+		if (l4proto < 0)
+			return MERCURY_OUT_MALFORMED;
+		if (l4proto != IPPROTO_TCP)
+			return MERCURY_OUT_NOT_TCP;
+	} else {
+		return MERCURY_OUT_NOT_TCP;
+	}
+
+	th = data + off;
+	if ((void *)(th + 1) > data_end)
+		return MERCURY_OUT_MALFORMED;
+	hdrs = off + th->doff * 4;
+	len = skb->len;
+	if (th->doff < 5 || hdrs > len)
+		return MERCURY_OUT_MALFORMED;
+	if (hdrs == len)
+		return MERCURY_OUT_NO_PAYLOAD;
+	/* A SYN takes one sequence number before its data (TCP Fast Open). */
+	*seq = bpf_ntohl(th->seq) + th->syn;
+	return MERCURY_NEEDS_SOCK;
+}
+
+/*
+ * Binary search of the socket's sorted, disjoint [start, end) ranges. count <= 32 needs at
+ * most 6 probes (MERCURY_RANGE_SEARCH_STEPS); indices are masked for the verifier.
+ */
+static __always_inline int mercury_find_level(const struct mercury_sock_tags *tags, __u64 off,
+					      __u32 *level)
+{
+	__u32 lo = 0, hi = tags->count;
+
+	if (hi > MERCURY_RANGES_PER_SOCK)
+		hi = MERCURY_RANGES_PER_SOCK;
+#pragma unroll
+	for (int i = 0; i < MERCURY_RANGE_SEARCH_STEPS; i++) {
+		__u32 mid = (lo + hi) >> 1;
+		const struct mercury_range *r = &tags->ranges[mid & (MERCURY_RANGES_PER_SOCK - 1)];
+
+		if (lo >= hi)
+			return 0;
+		if (off < r->start) {
+			hi = mid;
+		} else if (off >= r->end) {
+			lo = mid + 1;
+		} else {
+			*level = r->level;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* Outcome and band for a TCP segment with payload, given its socket view. */
+static __always_inline __u32 mercury_decide(const struct mercury_classify_ctx *c,
+					    const struct mercury_sock_view *v, __u32 *band)
+{
+	__u32 level, b;
+
+	if (!v->has_sock)
+		return MERCURY_OUT_NO_OFFSET;
+	if (!v->tags)
+		return MERCURY_OUT_UNTAGGED;
+	if (!mercury_find_level(v->tags, mercury_stream_offset(c->seq, v->snd_una, v->bytes_acked),
+				&level))
+		return MERCURY_OUT_TAG_MISS;
+	if (level >= MERCURY_MAX_LEVELS)
+		level = MERCURY_MAX_LEVELS - 1;
+	b = c->cfg->band_of_level[level & (MERCURY_MAX_LEVELS - 1)];
+	*band = b > c->last_band ? c->last_band : b;
+	return MERCURY_OUT_TAGGED;
+}
+
+/* Looks up cfg and parses the headers; false: not configured, leave the packet alone. */
+static __always_inline bool mercury_begin(struct __sk_buff *skb, struct mercury_classify_ctx *c)
+{
+	__u32 zero = 0, nbands;
+
+	c->cfg = bpf_map_lookup_elem(&cfg, &zero);
+	if (!c->cfg)
+		return false;
+	nbands = c->cfg->nbands;
+	if (!nbands)
+		return false;
+	c->last_band = nbands > MERCURY_MAX_BANDS ? MERCURY_MAX_BANDS - 1 : nbands - 1;
+	c->default_band = c->cfg->default_band;
+	if (c->default_band > c->last_band)
+		c->default_band = c->last_band;
+	c->seq = 0;
+	c->outcome = mercury_parse(skb, &c->seq);
+	return true;
+}
+
+/* Decides, sets skb->priority and counts. v is only read when c->outcome needs a socket. */
+static __always_inline int mercury_finish(struct __sk_buff *skb, struct mercury_classify_ctx *c,
+					  const struct mercury_sock_view *v)
+{
+	__u32 zero = 0, outcome = c->outcome, band = c->default_band, len = skb->len;
+	struct mercury_sock_stats *ss = NULL;
+	struct mercury_stats *st;
+
+	if (outcome == MERCURY_NEEDS_SOCK) {
+		outcome = mercury_decide(c, v, &band);
+		ss = v->sock_stats;
+	}
+	band &= MERCURY_MAX_BANDS - 1;
+	skb->priority = c->cfg->skb_priority[band];
+
+	st = bpf_map_lookup_elem(&stats, &zero);
+	if (st) {
+		/* per-CPU value: plain adds are safe */
+		st->band[band].packets++;
+		st->band[band].bytes += len;
+		if (outcome < MERCURY_OUT_MAX) {
+			st->outcome[outcome].packets++;
+			st->outcome[outcome].bytes += len;
+		}
+	}
+	if (ss) {
+		__sync_fetch_and_add(&ss->packets[band], 1);
+		__sync_fetch_and_add(&ss->bytes[band], len);
+	}
+	return TC_ACT_UNSPEC;
+}
+
+#endif /* MERCURY_CLASSIFY_H */
