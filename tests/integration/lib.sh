@@ -1,0 +1,119 @@
+# Shared helpers for Mercury's namespace tests. Source it; it installs a cleanup trap.
+# Every test gets its own namespaces and pin root (prefix unique to the run), and the trap
+# removes processes it started (by PID), pins and namespaces even when the test fails.
+set -uo pipefail
+
+ROOT=${MERCURY_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+MERCURYD=${MERCURYD:-$ROOT/build/mercuryd}
+PFX=${PFX:-mq$$}
+PIN_ROOT=${PIN_ROOT:-/sys/fs/bpf/$PFX}
+NS_S=${PFX}s # sender: egress of its veth is the bottleneck
+NS_R=${PFX}r # receiver
+RATE_MBIT=${RATE_MBIT:-200}
+PIDS=()
+FAILS=0
+
+[ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root"; exit 77; }
+for tool in ip tc jq iperf3 nsenter; do
+	command -v "$tool" >/dev/null || { echo "SKIP: $tool missing (make deps)"; exit 77; }
+done
+
+in_s() { nsenter --net=/var/run/netns/"$NS_S" "$@"; }
+in_r() { nsenter --net=/var/run/netns/"$NS_R" "$@"; }
+mercuryd_s() { in_s "$MERCURYD" --pin-root "$PIN_ROOT" "$@"; }
+
+cleanup() {
+	local p
+	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
+	for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
+	if [ -d "$PIN_ROOT" ]; then
+		for d in "$PIN_ROOT"/*/; do
+			[ -d "$d" ] && in_s "$MERCURYD" --pin-root "$PIN_ROOT" detach "$(basename "$d")" >/dev/null 2>&1
+		done
+		rm -rf "$PIN_ROOT" 2>/dev/null
+	fi
+	ip netns del "$NS_S" 2>/dev/null
+	ip netns del "$NS_R" 2>/dev/null
+	true
+}
+trap cleanup EXIT INT TERM
+
+fail() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
+pass() { echo "ok: $*"; }
+check() { # description, command...
+	local what=$1
+	shift
+	if "$@"; then pass "$what"; else fail "$what"; fi
+}
+finish() { [ "$FAILS" -eq 0 ] && { echo "all checks passed"; exit 0; }; echo "$FAILS check(s) failed"; exit 1; }
+
+# Two namespaces joined by veth: va (sender side, 10.77.0.1) <-> vb (10.77.0.2).
+# Congestion control is set explicitly: results must not depend on the host default.
+setup_pair() {
+	local txq=${1:-1}
+	ip netns add "$NS_S" && ip netns add "$NS_R" || return 1
+	ip link add va netns "$NS_S" numtxqueues "$txq" numrxqueues "$txq" type veth \
+		peer name vb netns "$NS_R" numtxqueues "$txq" numrxqueues "$txq" || return 1
+	in_s ip addr add 10.77.0.1/24 dev va && in_s ip link set va up && in_s ip link set lo up
+	in_r ip addr add 10.77.0.2/24 dev vb && in_r ip link set vb up && in_r ip link set lo up
+	in_s ip addr add fd77::1/64 dev va nodad && in_r ip addr add fd77::2/64 dev vb nodad
+	in_s sysctl -qw net.ipv4.tcp_congestion_control=cubic
+	in_r sysctl -qw net.ipv4.tcp_congestion_control=cubic
+	echo "namespaces $NS_S/$NS_R, congestion control cubic"
+}
+
+# pid and fd of the established TCP socket with local port $1 in the sender namespace.
+socket_owner() {
+	in_s ss -Htnp state established "( sport = :$1 )" |
+		sed -n 's/.*pid=\([0-9]*\),fd=\([0-9]*\).*/\1 \2/p' | head -n1
+}
+
+# Starts two iperf3 flows (client ports 40001, 40002) for $1 seconds; JSON into $2.1 / $2.2.
+start_two_flows() {
+	local secs=$1 out=$2 i
+	for i in 1 2; do
+		in_r iperf3 -s -1 -p $((5200 + i)) >/dev/null 2>&1 &
+		PIDS+=($!)
+	done
+	sleep 0.5
+	for i in 1 2; do
+		in_s iperf3 -c 10.77.0.2 -p $((5200 + i)) --cport $((40000 + i)) -t "$secs" -i 1 -J \
+			>"$out.$i" 2>&1 &
+		PIDS+=($!)
+	done
+}
+
+# Waits (bounded) until the socket with local port $1 exists; prints "pid fd".
+wait_socket() {
+	local i owner
+	for i in $(seq 1 50); do
+		owner=$(socket_owner "$1")
+		[ -n "$owner" ] && { echo "$owner"; return 0; }
+		sleep 0.1
+	done
+	return 1
+}
+
+# Tags the whole send stream of the flow with local port $1 at level $2.
+tag_flow() {
+	local owner
+	owner=$(wait_socket "$1") || { echo "no socket on port $1"; return 1; }
+	set -- "$1" "$2" $owner
+	mercuryd_s tag --pid "$3" --fd "$4" --offset 0 --len 1000000000000000 --level "$2" >/dev/null
+}
+
+# Mean throughput (Mbit/s) of iperf3 JSON $1 over intervals starting at >= $2 seconds.
+mean_mbit() {
+	jq --argjson t0 "$2" '[.intervals[] | select(.sum.start >= $t0) | .sum.bits_per_second]
+		| if length == 0 then 0 else (add / length / 1e6) end' "$1" 2>/dev/null || echo 0
+}
+
+# Waits for every started iperf3 (bounded by their own -t) and forgets their PIDs.
+wait_flows() {
+	local p
+	for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
+	PIDS=()
+}
+
+# Float comparison: ge A B
+ge() { [ "$(echo "$1 >= $2" | bc -l)" -eq 1 ]; }

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# kill -9 of mercuryd during traffic: the pinned data path keeps classifying (flows go on,
+# the classifier drops nothing), and a restarted daemon reports the same state.
+. "$(dirname "$0")/lib.sh"
+
+tmp=$(mktemp -d)
+trap 'cleanup; rm -rf "$tmp"' EXIT
+config() { mercuryd_s -j status va | jq -S '.interfaces[0] | del(.per_band, .outcomes)'; }
+total_packets() { mercuryd_s -j status va | jq '[.interfaces[0].outcomes[].packets] | add'; }
+band_packets() { mercuryd_s -j status va | jq '[.interfaces[0].per_band[].packets] | add'; }
+sock_dir=$tmp/run
+
+setup_pair || { fail "namespace setup"; finish; }
+check "attach" mercuryd_s attach va --qdisc htb --rate "${RATE_MBIT}mbit"
+in_s "$MERCURYD" --pin-root "$PIN_ROOT" serve --socket "$sock_dir/mercuryd.sock" >"$tmp/serve.log" 2>&1 &
+daemon=$!
+PIDS+=($daemon)
+for i in $(seq 1 50); do [ -S "$sock_dir/mercuryd.sock" ] && break; sleep 0.1; done
+check "service is up" test -S "$sock_dir/mercuryd.sock"
+before=$(config)
+
+start_two_flows 6 "$tmp/flow"
+tag_flow 40001 0 || fail "tag flow 1"
+sleep 2
+p1=$(total_packets)
+kill -9 "$daemon"
+wait "$daemon" 2>/dev/null
+check "daemon is gone" sh -c "! kill -0 $daemon 2>/dev/null"
+sleep 2
+p2=$(total_packets)
+check "classifier keeps counting after the daemon died ($p1 -> $p2)" test "$p2" -gt "$p1"
+wait_flows
+for i in 1 2; do
+	after_kill=$(jq '[.intervals[] | select(.sum.start >= 3) | .sum.bits_per_second] | min' "$tmp/flow.$i")
+	check "flow $i never stalled after the kill (min interval $after_kill bit/s)" ge "${after_kill:-0}" 1
+done
+check "flow 1 (tagged) kept priority after the kill" \
+	ge "$(mean_mbit "$tmp/flow.1" 3)" "$(echo "$RATE_MBIT * 0.9" | bc -l)"
+check "every classified packet was counted in a band (none dropped)" test "$(total_packets)" -eq "$(band_packets)"
+drops=$(in_s tc -s -j filter show dev va egress 2>/dev/null | jq '[.. | .drops? // empty] | add // 0')
+check "no drops by the classifier ($drops)" test "$drops" -eq 0
+
+in_s "$MERCURYD" --pin-root "$PIN_ROOT" serve --socket "$sock_dir/mercuryd.sock" >"$tmp/serve2.log" 2>&1 &
+daemon=$!
+PIDS+=($daemon)
+for i in $(seq 1 50); do [ -S "$sock_dir/mercuryd.sock" ] && grep -q . "$tmp/serve2.log" 2>/dev/null; sleep 0.1; [ -S "$sock_dir/mercuryd.sock" ] && break; done
+check "restarted service is up" test -S "$sock_dir/mercuryd.sock"
+check "restarted daemon reports the same state" test "$(config)" = "$before"
+kill -TERM "$daemon"
+wait "$daemon"
+check "SIGTERM exits cleanly (rc $?)" test $? -eq 0
+check "data path stays attached after the service stops" test "$(config)" = "$before"
+check "detach" mercuryd_s detach va
+finish
