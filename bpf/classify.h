@@ -16,6 +16,21 @@
 #ifndef MERCURY_CLASSIFY_H
 #define MERCURY_CLASSIFY_H
 
+/*
+ * Value of the test variant's "test_view" map: the socket as BPF_PROG_TEST_RUN cannot give
+ * it. Visible to user space (the tests and the benchmark include this header); the rest of
+ * the header is BPF only.
+ */
+struct mercury_test_view {
+	__u32 has_sock; /* a full TCP socket: snd_una and bytes_acked are valid */
+	__u32 snd_una;
+	__u64 bytes_acked;
+	__u32 has_tags; /* use the "test_tags" entry as the socket's tags */
+	__u32 pad;
+};
+
+#ifdef __bpf__
+
 #define TC_ACT_UNSPEC (-1) /* same value as TCX_NEXT: later filters still run */
 
 #define ETH_P_IP      0x0800
@@ -69,15 +84,6 @@ struct {
 	__type(key, __u32);
 	__type(value, struct mercury_attach_state);
 } attach_state SEC(".maps");
-
-/* Value of the test variant's "test_view" map: the socket as BPF_PROG_TEST_RUN can't give it. */
-struct mercury_test_view {
-	__u32 has_sock; /* a full TCP socket: snd_una and bytes_acked are valid */
-	__u32 snd_una;
-	__u64 bytes_acked;
-	__u32 has_tags; /* use the "test_tags" entry as the socket's tags */
-	__u32 pad;
-};
 
 /* What the classifier knows about the packet's socket. Zeroed: no socket. */
 struct mercury_sock_view {
@@ -307,4 +313,5 @@ static __always_inline int mercury_finish(struct __sk_buff *skb, struct mercury_
 	return TC_ACT_UNSPEC;
 }
 
+#endif /* __bpf__ */
 #endif /* MERCURY_CLASSIFY_H */
