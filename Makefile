@@ -8,7 +8,8 @@ PKGS     := libbpf libnl-route-3.0 json-c
 
 WARN     := -Wall -Wextra -Werror
 CFLAGS   ?= -O2 -g
-CFLAGS   += -std=c11 -D_GNU_SOURCE $(WARN) -Iinclude -Idaemon -I$(BUILD) \
+# Error messages are snprintf-ed into fixed buffers on purpose: truncation is acceptable there.
+CFLAGS   += -std=c11 -D_GNU_SOURCE $(WARN) -Wno-format-truncation -Iinclude -Idaemon -I$(BUILD) \
             $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 LDLIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lelf -lz
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) $(WARN) -Ivmlinux/$(ARCH) -Iinclude -Ibpf
