@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# make bench: every benchmark, side by side in one run; figures go to stdout and to
+# build/bench/results.md (BENCHMARKS.md quotes them with the command that made them).
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+out=$root/build/bench/results.md
+mkdir -p "$(dirname "$out")"
+{
+	echo "# make bench, $(date -u +%Y-%m-%dT%H:%MZ), $(uname -r), $(nproc) CPUs"
+	for b in "$root"/build/bench/*; do
+		[ -x "$b" ] && [ -f "$b" ] || continue
+		echo; echo "## $(basename "$b")"; echo '```'; "$b"; echo '```'
+	done
+	for s in "$root"/bench/*.sh; do
+		[ "$(basename "$s")" = run.sh ] && continue
+		echo; echo "## $(basename "$s" .sh)"; echo '```'; bash "$s"; echo '```'
+	done
+} 2>&1 | tee "$out"
