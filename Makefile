@@ -114,6 +114,9 @@ test-integration: all
 bench: all
 	bench/run.sh
 
+demo: all
+	scripts/demo-two-flows.sh
+
 FORMAT_SRCS = $(shell git ls-files '*.c' '*.h' | grep -v '^vmlinux/')
 format:
 	clang-format -i $(FORMAT_SRCS)
