@@ -1,0 +1,138 @@
+/* Band plan tables per backend; see band_plan.h for the handle scheme. */
+#include "band_plan.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+struct backend_info {
+	const char *name;
+	unsigned default_bands;
+	unsigned min_bands;
+	unsigned max_bands;
+};
+
+/* htb has 8 prios (TC_HTB_NUMPRIO): more leaves could not be strictly ordered. */
+static const struct backend_info backends[MERCURY_BACKEND_MAX] = {
+    [MERCURY_BACKEND_NONE] = {"auto", 0, 0, 0},
+    [MERCURY_BACKEND_MQPRIO] = {"mqprio", 8, 2, 16},
+    [MERCURY_BACKEND_PRIO] = {"prio", 8, 2, 16},
+    [MERCURY_BACKEND_ETS] = {"ets", 8, 2, 16},
+    [MERCURY_BACKEND_HTB] = {"htb", 8, 2, 8},
+    [MERCURY_BACKEND_TBF] = {"tbf", MERCURY_TBF_BANDS, MERCURY_TBF_BANDS, MERCURY_TBF_BANDS},
+};
+
+/* pfifo_fast's fixed prio2band inverted: the priority that lands in band 0, 1, 2. */
+static const uint32_t pfifo_fast_priority[MERCURY_TBF_BANDS] = {6, 0, 2};
+
+static const struct backend_info *info(enum mercury_backend b)
+{
+	if ((unsigned)b >= MERCURY_BACKEND_MAX)
+		return NULL;
+	return &backends[b];
+}
+
+const char *backend_name(enum mercury_backend b)
+{
+	const struct backend_info *i = info(b);
+
+	return i ? i->name : NULL;
+}
+
+int backend_from_name(const char *s, enum mercury_backend *out)
+{
+	if (!s)
+		return -EINVAL;
+	for (unsigned b = 0; b < MERCURY_BACKEND_MAX; b++) {
+		if (strcmp(s, backends[b].name) == 0) {
+			*out = (enum mercury_backend)b;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+unsigned backend_default_bands(enum mercury_backend b)
+{
+	const struct backend_info *i = info(b);
+
+	return i ? i->default_bands : 0;
+}
+
+unsigned backend_min_bands(enum mercury_backend b)
+{
+	const struct backend_info *i = info(b);
+
+	return i ? i->min_bands : 0;
+}
+
+unsigned backend_max_bands(enum mercury_backend b)
+{
+	const struct backend_info *i = info(b);
+
+	return i ? i->max_bands : 0;
+}
+
+unsigned band_plan_fit_bands(enum mercury_backend b, unsigned nbands, unsigned num_tx_queues)
+{
+	if (b == MERCURY_BACKEND_MQPRIO && nbands > num_tx_queues)
+		return num_tx_queues;
+	return nbands;
+}
+
+static uint32_t band_priority(enum mercury_backend b, uint32_t major, unsigned band)
+{
+	switch (b) {
+	case MERCURY_BACKEND_MQPRIO:
+		return band;
+	case MERCURY_BACKEND_PRIO:
+	case MERCURY_BACKEND_ETS:
+		return major | (band + 1);
+	case MERCURY_BACKEND_HTB:
+		return major | (MERCURY_HTB_LEAF_MINOR0 + band);
+	case MERCURY_BACKEND_TBF:
+		return pfifo_fast_priority[band];
+	default:
+		return 0;
+	}
+}
+
+int band_plan(enum mercury_backend b, unsigned nbands, unsigned default_band, uint32_t qdisc_handle,
+	      struct mercury_iface_cfg *cfg, char *err, size_t errlen)
+{
+	const struct backend_info *i = info(b);
+	uint32_t major = qdisc_handle ? qdisc_handle : MERCURY_QDISC_HANDLE;
+
+	if (!i || b == MERCURY_BACKEND_NONE) {
+		snprintf(err, errlen, "band plan needs a concrete qdisc backend, not 'auto'");
+		return -EINVAL;
+	}
+	if (nbands < i->min_bands || nbands > i->max_bands) {
+		if (i->min_bands == i->max_bands)
+			snprintf(err, errlen, "%s has exactly %u bands, not %u", i->name,
+				 i->min_bands, nbands);
+		else
+			snprintf(err, errlen, "%s takes %u to %u bands, not %u", i->name,
+				 i->min_bands, i->max_bands, nbands);
+		return -EINVAL;
+	}
+	if (default_band >= nbands) {
+		snprintf(err, errlen, "default band %u does not exist: %s has bands 0..%u",
+			 default_band, i->name, nbands - 1);
+		return -EINVAL;
+	}
+	if ((major & 0xffffu) || major == 0xffff0000u) {
+		snprintf(err, errlen,
+			 "qdisc handle 0x%08x must be a major number (M:0), not ffff:", major);
+		return -EINVAL;
+	}
+
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->nbands = nbands;
+	cfg->default_band = default_band;
+	for (unsigned l = 0; l < MERCURY_MAX_LEVELS; l++)
+		cfg->band_of_level[l] = l < nbands ? l : nbands - 1;
+	for (unsigned band = 0; band < nbands; band++)
+		cfg->skb_priority[band] = band_priority(b, major, band);
+	return 0;
+}

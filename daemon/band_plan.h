@@ -1,0 +1,57 @@
+/*
+ * Band plan: which qdisc bands a backend offers and what the classifier must write into
+ * skb->priority to put a packet into each band. Pure logic, no syscalls; qdisc.c builds
+ * the matching qdisc tree from the same constants.
+ *
+ * Handle scheme (all backends): the root qdisc is MERCURY_QDISC_HANDLE (0x4d45:, "ME")
+ * unless the caller picks another major. Below it:
+ *   htb    class M:1 (rate = ceil = R), leaf classes M:(0x10 + band), htb prio = band;
+ *          skb->priority = M:(0x10 + band) selects the leaf directly.
+ *   prio,  band b is class M:(b + 1); both qdiscs take skb->priority = M:(b + 1) as "band b"
+ *   ets    when its major equals their handle; every other priority goes through the priomap,
+ *          which sends all 16 values to the default band.
+ *   tbf    tbf M: with a pfifo_fast child (M + 1): its fixed prio2band gives band 0 for
+ *          priority 6, band 1 for 0, band 2 for 2.
+ *   mqprio traffic class b takes skb->priority b (mqprio reads the low 4 bits).
+ */
+#ifndef MERCURY_BAND_PLAN_H
+#define MERCURY_BAND_PLAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mercury_abi.h"
+
+#define MERCURY_QDISC_HANDLE	 0x4d450000u /* 'M' 'E' :0 */
+#define MERCURY_HTB_PARENT_MINOR 0x1u
+#define MERCURY_HTB_LEAF_MINOR0	 0x10u /* leaf of band b is minor 0x10 + b */
+#define MERCURY_TBF_BANDS	 3u
+
+/* "mqprio", "prio", "ets", "htb", "tbf"; "auto" for MERCURY_BACKEND_NONE; NULL if out of range. */
+const char *backend_name(enum mercury_backend b);
+
+/* Parses a --qdisc value; "auto" gives MERCURY_BACKEND_NONE. 0, or -EINVAL if unknown. */
+int backend_from_name(const char *s, enum mercury_backend *out);
+
+/* Band count used when the user gives none (tbf: 3, the pfifo_fast bands); 0 for NONE. */
+unsigned backend_default_bands(enum mercury_backend b);
+
+/* Smallest and largest band counts the backend can build (htb: 8, its number of prios). */
+unsigned backend_min_bands(enum mercury_backend b);
+unsigned backend_max_bands(enum mercury_backend b);
+
+/* mqprio cannot have more traffic classes than tx queues: min(nbands, num_tx_queues) for
+ * mqprio, nbands for every other backend. Call it before band_plan() for mqprio. */
+unsigned band_plan_fit_bands(enum mercury_backend b, unsigned nbands, unsigned num_tx_queues);
+
+/*
+ * Fills cfg completely (unused entries zero): nbands, default_band, band_of_level[l] =
+ * min(l, nbands - 1), skb_priority[band] as in the scheme above. qdisc_handle is the root's
+ * handle (major << 16); 0 means MERCURY_QDISC_HANDLE. Returns 0, or -EINVAL with a message
+ * in err when the backend is NONE, nbands is outside the backend's limits, default_band >=
+ * nbands, or the handle has a minor part.
+ */
+int band_plan(enum mercury_backend b, unsigned nbands, unsigned default_band, uint32_t qdisc_handle,
+	      struct mercury_iface_cfg *cfg, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,147 @@
+/*
+ * htb backend: strict priority by HTB class prio under one shaped parent.
+ *   M: htb, default -> leaf of the default band
+ *   M:1 rate = ceil = R (the bottleneck)
+ *   M:(0x10 + b) rate r, ceil R, prio b, each with a pfifo child
+ * HTB lends the parent's spare rate to the smallest prio value first, so band 0 gets all of R it
+ * can use and lower bands only their small guaranteed r; r is kept tiny so that the sum of
+ * guarantees stays well under R. Each leaf gets an explicit pfifo (limit txqueuelen, 1000
+ * if the device has 0) instead of HTB's default one, whose limit would be the device's
+ * txqueuelen even when that is 0 (dropping everything).
+ */
+#include "qdisc.h"
+#include "band_plan.h"
+
+#include <errno.h>
+#include <stdio.h>
+
+#include <linux/pkt_sched.h>
+#include <netlink/netlink.h>
+#include <netlink/route/class.h>
+#include <netlink/route/qdisc.h>
+#include <netlink/route/qdisc/fifo.h>
+#include <netlink/route/qdisc/htb.h>
+
+#define HTB_MIN_RATE	  1250u	  /* bytes/s (10 kbit/s): below this r would round to 0 */
+#define HTB_LEAF_RATE_MAX 125000u /* bytes/s (1 Mbit/s) guaranteed to each lower band */
+#define HTB_QUANTUM	  60000u  /* explicit, so the kernel does not warn about r2q */
+#define LEAF_PFIFO_LIMIT  1000
+
+static int set_rates(struct rtnl_class *cl, uint64_t rate, uint64_t ceil)
+{
+	int rc = rate > UINT32_MAX ? rtnl_htb_set_rate64(cl, rate)
+				   : rtnl_htb_set_rate(cl, (uint32_t)rate);
+
+	if (rc == 0)
+		rc = ceil > UINT32_MAX ? rtnl_htb_set_ceil64(cl, ceil)
+				       : rtnl_htb_set_ceil(cl, (uint32_t)ceil);
+	return rc;
+}
+
+static int add_htb_class(struct qdisc_ctx *c, uint32_t parent, uint32_t handle, uint64_t rate,
+			 uint64_t ceil, int prio, const char *what)
+{
+	struct rtnl_class *cl = rtnl_class_alloc();
+	int rc;
+
+	if (!cl)
+		return -ENOMEM;
+	rtnl_tc_set_parent(TC_CAST(cl), parent);
+	rtnl_tc_set_handle(TC_CAST(cl), handle);
+	rc = rtnl_tc_set_kind(TC_CAST(cl), "htb");
+	if (rc == 0)
+		rc = set_rates(cl, rate, ceil);
+	if (rc == 0)
+		rc = rtnl_htb_set_quantum(cl, HTB_QUANTUM);
+	if (rc == 0 && prio >= 0)
+		rc = rtnl_htb_set_prio(cl, (uint32_t)prio);
+	if (rc < 0) {
+		snprintf(c->err, c->errlen, "%s: libnl: %s", what, nl_geterror(rc));
+		rtnl_class_put(cl);
+		return -EINVAL;
+	}
+	rc = qdisc_add_class(c, cl, what);
+	rtnl_class_put(cl);
+	return rc;
+}
+
+static int add_leaf_fifo(struct qdisc_ctx *c, uint32_t parent, const char *what)
+{
+	struct rtnl_qdisc *q = rtnl_qdisc_alloc();
+	int rc;
+
+	if (!q)
+		return -ENOMEM;
+	rtnl_tc_set_parent(TC_CAST(q), parent);
+	rc = rtnl_tc_set_kind(TC_CAST(q), "pfifo");
+	if (rc == 0)
+		rc = rtnl_qdisc_fifo_set_limit(q, c->txqlen ? (int)c->txqlen : LEAF_PFIFO_LIMIT);
+	if (rc < 0) {
+		snprintf(c->err, c->errlen, "%s: libnl: %s", what, nl_geterror(rc));
+		rtnl_qdisc_put(q);
+		return -EINVAL;
+	}
+	/* handle 0: the kernel numbers the leaf qdisc itself. */
+	rc = qdisc_add(c, q, NLM_F_CREATE | NLM_F_EXCL, what, NULL, NULL);
+	rtnl_qdisc_put(q);
+	return rc;
+}
+
+int qdisc_htb_create(struct qdisc_ctx *c, const struct qdisc_spec *s)
+{
+	uint32_t major = s->handle;
+	uint32_t parent_cls = major | MERCURY_HTB_PARENT_MINOR;
+	uint64_t rate = s->rate_bps, leaf_rate;
+	struct rtnl_qdisc *q;
+	char what[64];
+	int rc;
+
+	if (!rate) {
+		snprintf(c->err, c->errlen,
+			 "htb needs --rate (the bottleneck rate of %s, e.g. --rate 10gbit)",
+			 c->ifname);
+		return -EINVAL;
+	}
+	if (rate < HTB_MIN_RATE) {
+		snprintf(c->err, c->errlen, "htb rate %llu B/s is too low: give at least %u B/s",
+			 (unsigned long long)rate, HTB_MIN_RATE);
+		return -EINVAL;
+	}
+	/* Guarantees of all bands together stay below half of R. */
+	leaf_rate = rate / (2 * s->nbands);
+	if (leaf_rate > HTB_LEAF_RATE_MAX)
+		leaf_rate = HTB_LEAF_RATE_MAX;
+
+	q = rtnl_qdisc_alloc();
+	if (!q)
+		return -ENOMEM;
+	rtnl_tc_set_parent(TC_CAST(q), TC_H_ROOT);
+	rtnl_tc_set_handle(TC_CAST(q), major);
+	rc = rtnl_tc_set_kind(TC_CAST(q), "htb");
+	if (rc == 0)
+		rc = rtnl_htb_set_defcls(q, major | (MERCURY_HTB_LEAF_MINOR0 + s->default_band));
+	if (rc < 0) {
+		snprintf(c->err, c->errlen, "htb root: libnl: %s", nl_geterror(rc));
+		rtnl_qdisc_put(q);
+		return -EINVAL;
+	}
+	rc = qdisc_add(c, q, NLM_F_CREATE | NLM_F_REPLACE, "creating root qdisc htb", NULL, NULL);
+	rtnl_qdisc_put(q);
+	if (rc < 0)
+		return rc;
+
+	rc = add_htb_class(c, major, parent_cls, rate, rate, -1, "creating htb parent class");
+	for (unsigned b = 0; rc == 0 && b < s->nbands; b++) {
+		uint32_t leaf = major | (MERCURY_HTB_LEAF_MINOR0 + b);
+
+		snprintf(what, sizeof(what), "creating htb leaf class %x:%x", major >> 16,
+			 leaf & 0xffffu);
+		rc = add_htb_class(c, parent_cls, leaf, leaf_rate, rate, (int)b, what);
+		if (rc == 0) {
+			snprintf(what, sizeof(what), "creating pfifo under %x:%x", major >> 16,
+				 leaf & 0xffffu);
+			rc = add_leaf_fifo(c, leaf, what);
+		}
+	}
+	return rc;
+}
