@@ -1,0 +1,224 @@
+/* Band plan: names, band-count limits, per-backend skb->priority tables, level clamping. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "band_plan.h"
+
+static const enum mercury_backend all[] = {MERCURY_BACKEND_MQPRIO, MERCURY_BACKEND_PRIO,
+					   MERCURY_BACKEND_ETS, MERCURY_BACKEND_HTB,
+					   MERCURY_BACKEND_TBF};
+#define NALL (sizeof(all) / sizeof(all[0]))
+
+static void test_names_round_trip(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < NALL; i++) {
+		enum mercury_backend b = MERCURY_BACKEND_NONE;
+		const char *name = backend_name(all[i]);
+
+		assert_non_null(name);
+		assert_int_equal(backend_from_name(name, &b), 0);
+		assert_int_equal(b, all[i]);
+	}
+	assert_string_equal(backend_name(MERCURY_BACKEND_MQPRIO), "mqprio");
+	assert_string_equal(backend_name(MERCURY_BACKEND_PRIO), "prio");
+	assert_string_equal(backend_name(MERCURY_BACKEND_ETS), "ets");
+	assert_string_equal(backend_name(MERCURY_BACKEND_HTB), "htb");
+	assert_string_equal(backend_name(MERCURY_BACKEND_TBF), "tbf");
+	assert_null(backend_name(MERCURY_BACKEND_MAX));
+	assert_null(backend_name((enum mercury_backend) - 1));
+}
+
+static void test_name_parsing(void **state)
+{
+	enum mercury_backend b = MERCURY_BACKEND_HTB;
+
+	(void)state;
+	assert_int_equal(backend_from_name("auto", &b), 0);
+	assert_int_equal(b, MERCURY_BACKEND_NONE);
+	b = MERCURY_BACKEND_TBF;
+	assert_int_equal(backend_from_name("fq", &b), -EINVAL);
+	assert_int_equal(backend_from_name("", &b), -EINVAL);
+	assert_int_equal(backend_from_name("HTB", &b), -EINVAL);
+	assert_int_equal(backend_from_name("htb ", &b), -EINVAL);
+	assert_int_equal(backend_from_name(NULL, &b), -EINVAL);
+	assert_int_equal(b, MERCURY_BACKEND_TBF); /* untouched on failure */
+}
+
+static void test_band_counts(void **state)
+{
+	(void)state;
+	assert_int_equal(backend_default_bands(MERCURY_BACKEND_TBF), 3);
+	assert_int_equal(backend_min_bands(MERCURY_BACKEND_TBF), 3);
+	assert_int_equal(backend_max_bands(MERCURY_BACKEND_TBF), 3);
+	assert_int_equal(backend_max_bands(MERCURY_BACKEND_HTB), 8); /* TC_HTB_NUMPRIO */
+	assert_int_equal(backend_max_bands(MERCURY_BACKEND_PRIO), 16);
+	assert_int_equal(backend_max_bands(MERCURY_BACKEND_ETS), 16);
+	assert_int_equal(backend_max_bands(MERCURY_BACKEND_MQPRIO), 16);
+	assert_int_equal(backend_default_bands(MERCURY_BACKEND_NONE), 0);
+	assert_int_equal(backend_max_bands(MERCURY_BACKEND_MAX), 0);
+	for (size_t i = 0; i < NALL; i++) {
+		unsigned d = backend_default_bands(all[i]);
+
+		assert_true(d >= backend_min_bands(all[i]));
+		assert_true(d <= backend_max_bands(all[i]));
+		assert_true(backend_max_bands(all[i]) <= MERCURY_MAX_BANDS);
+	}
+}
+
+static void test_limits_rejected(void **state)
+{
+	struct mercury_iface_cfg cfg;
+	char err[256];
+
+	(void)state;
+	for (size_t i = 0; i < NALL; i++) {
+		enum mercury_backend b = all[i];
+		unsigned lo = backend_min_bands(b), hi = backend_max_bands(b);
+
+		err[0] = '\0';
+		assert_int_equal(band_plan(b, lo - 1, 0, 0, &cfg, err, sizeof(err)), -EINVAL);
+		assert_non_null(strstr(err, backend_name(b)));
+		err[0] = '\0';
+		assert_int_equal(band_plan(b, hi + 1, 0, 0, &cfg, err, sizeof(err)), -EINVAL);
+		assert_true(err[0] != '\0');
+		assert_int_equal(band_plan(b, lo, 0, 0, &cfg, err, sizeof(err)), 0);
+		assert_int_equal(band_plan(b, hi, hi - 1, 0, &cfg, err, sizeof(err)), 0);
+		err[0] = '\0';
+		assert_int_equal(band_plan(b, hi, hi, 0, &cfg, err, sizeof(err)), -EINVAL);
+		assert_non_null(strstr(err, "default band"));
+	}
+	assert_int_equal(band_plan(MERCURY_BACKEND_NONE, 8, 0, 0, &cfg, err, sizeof(err)), -EINVAL);
+	assert_int_equal(band_plan(MERCURY_BACKEND_MAX, 8, 0, 0, &cfg, err, sizeof(err)), -EINVAL);
+	/* A handle is a major number only. */
+	assert_int_equal(band_plan(MERCURY_BACKEND_PRIO, 4, 0, 0x00010002, &cfg, err, sizeof(err)),
+			 -EINVAL);
+	assert_int_equal(band_plan(MERCURY_BACKEND_PRIO, 4, 0, 0xffff0000, &cfg, err, sizeof(err)),
+			 -EINVAL);
+}
+
+static void check_common(const struct mercury_iface_cfg *cfg, unsigned nbands, unsigned def)
+{
+	assert_int_equal(cfg->nbands, nbands);
+	assert_int_equal(cfg->default_band, def);
+	for (unsigned l = 0; l < MERCURY_MAX_LEVELS; l++) {
+		unsigned want = l < nbands ? l : nbands - 1;
+
+		assert_int_equal(cfg->band_of_level[l], want);
+		assert_true(cfg->band_of_level[l] < nbands);
+	}
+	for (unsigned b = nbands; b < MERCURY_MAX_BANDS; b++)
+		assert_int_equal(cfg->skb_priority[b], 0);
+}
+
+/* prio/ets: skb->priority must carry the root's major and minor = band + 1. */
+static void test_prio_ets_tables(void **state)
+{
+	enum mercury_backend bs[] = {MERCURY_BACKEND_PRIO, MERCURY_BACKEND_ETS};
+	struct mercury_iface_cfg cfg;
+	char err[256];
+
+	(void)state;
+	for (size_t i = 0; i < 2; i++) {
+		for (unsigned n = 2; n <= 16; n++) {
+			assert_int_equal(band_plan(bs[i], n, n - 1, 0, &cfg, err, sizeof(err)), 0);
+			check_common(&cfg, n, n - 1);
+			for (unsigned b = 0; b < n; b++) {
+				uint32_t p = cfg.skb_priority[b];
+
+				assert_int_equal(p >> 16, 0x4d45);
+				assert_int_equal((p & 0xffff) - 1, b); /* the kernel's band */
+			}
+		}
+		assert_int_equal(band_plan(bs[i], 4, 1, 0x00070000, &cfg, err, sizeof(err)), 0);
+		assert_int_equal(cfg.skb_priority[0], 0x00070001);
+		assert_int_equal(cfg.skb_priority[3], 0x00070004);
+	}
+}
+
+static void test_htb_table(void **state)
+{
+	struct mercury_iface_cfg cfg;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(band_plan(MERCURY_BACKEND_HTB, 8, 7, 0, &cfg, err, sizeof(err)), 0);
+	check_common(&cfg, 8, 7);
+	for (unsigned b = 0; b < 8; b++)
+		assert_int_equal(cfg.skb_priority[b], MERCURY_QDISC_HANDLE | (0x10 + b));
+	/* distinct leaves, none equal to the qdisc itself (HTB would send that direct) */
+	for (unsigned a = 0; a < 8; a++) {
+		assert_int_not_equal(cfg.skb_priority[a], MERCURY_QDISC_HANDLE);
+		assert_int_not_equal(cfg.skb_priority[a] & 0xffff, MERCURY_HTB_PARENT_MINOR);
+		for (unsigned b = a + 1; b < 8; b++)
+			assert_int_not_equal(cfg.skb_priority[a], cfg.skb_priority[b]);
+	}
+}
+
+/* tbf: pfifo_fast's kernel prio2band must put skb_priority[b] into band b. */
+static void test_tbf_table(void **state)
+{
+	static const unsigned prio2band[16] = {1, 2, 2, 2, 1, 2, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1};
+	struct mercury_iface_cfg cfg;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(band_plan(MERCURY_BACKEND_TBF, 3, 1, 0, &cfg, err, sizeof(err)), 0);
+	check_common(&cfg, 3, 1);
+	assert_int_equal(cfg.skb_priority[0], 6);
+	assert_int_equal(cfg.skb_priority[1], 0);
+	assert_int_equal(cfg.skb_priority[2], 2);
+	for (unsigned b = 0; b < 3; b++)
+		assert_int_equal(prio2band[cfg.skb_priority[b] & 15], b);
+}
+
+static void test_mqprio_table(void **state)
+{
+	struct mercury_iface_cfg cfg;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(band_plan(MERCURY_BACKEND_MQPRIO, 4, 3, 0, &cfg, err, sizeof(err)), 0);
+	check_common(&cfg, 4, 3);
+	for (unsigned b = 0; b < 4; b++)
+		assert_int_equal(cfg.skb_priority[b], b); /* mqprio maps priority p -> TC p */
+	assert_int_equal(band_plan_fit_bands(MERCURY_BACKEND_MQPRIO, 8, 4), 4);
+	assert_int_equal(band_plan_fit_bands(MERCURY_BACKEND_MQPRIO, 8, 16), 8);
+	assert_int_equal(band_plan_fit_bands(MERCURY_BACKEND_PRIO, 8, 1), 8);
+}
+
+static void test_level_clamp(void **state)
+{
+	struct mercury_iface_cfg cfg;
+	char err[256];
+
+	(void)state;
+	memset(&cfg, 0xa5, sizeof(cfg)); /* everything must be overwritten */
+	assert_int_equal(band_plan(MERCURY_BACKEND_PRIO, 2, 0, 0, &cfg, err, sizeof(err)), 0);
+	assert_int_equal(cfg.band_of_level[0], 0);
+	for (unsigned l = 1; l < MERCURY_MAX_LEVELS; l++)
+		assert_int_equal(cfg.band_of_level[l], 1);
+	check_common(&cfg, 2, 0);
+	assert_int_equal(band_plan(MERCURY_BACKEND_PRIO, 16, 5, 0, &cfg, err, sizeof(err)), 0);
+	for (unsigned l = 0; l < MERCURY_MAX_LEVELS; l++)
+		assert_int_equal(cfg.band_of_level[l], l);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_names_round_trip), cmocka_unit_test(test_name_parsing),
+	    cmocka_unit_test(test_band_counts),	     cmocka_unit_test(test_limits_rejected),
+	    cmocka_unit_test(test_prio_ets_tables),  cmocka_unit_test(test_htb_table),
+	    cmocka_unit_test(test_tbf_table),	     cmocka_unit_test(test_mqprio_table),
+	    cmocka_unit_test(test_level_clamp),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
