@@ -1,0 +1,914 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * The classifier under BPF_PROG_TEST_RUN (root). Each table row is a packet built here, a
+ * socket view (test_view/test_tags maps of the test variant, which runs the production
+ * code with only the socket source swapped), a cfg, and what must come out: return value,
+ * skb->priority, which outcome and band counters rise, the per-socket counters, and the
+ * packet bytes unchanged. The production program is loaded and run too (dummy socket).
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <linux/if_arp.h>
+#include <linux/if_ether.h>
+#include <linux/in.h>
+#include <linux/in6.h>
+#include <linux/ip.h>
+#include <linux/ipv6.h>
+#include <linux/tcp.h>
+#include <linux/udp.h>
+#include <linux/icmp.h>
+#include <linux/pkt_cls.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <cmocka.h>
+
+#include "mercury_abi.h"
+#include "../../bpf/classify.h"
+#include "classifier.skel.h"
+#include "classifier_test.skel.h"
+
+#define FRAME_MAX     2048
+#define PRIO_UNSET    0xdead0000u /* ctx_in priority: what an untouched skb keeps */
+#define PRIO_BASE     0x10010u	  /* cfg: skb_priority[b] = PRIO_BASE + b */
+#define NO_BAND	      (-1)
+#define GiB	      (1ull << 30)
+#define TCP_FIN	      0x01
+#define TCP_SYN	      0x02
+#define TCP_RST	      0x04
+#define TCP_PSH	      0x08
+#define TCP_ACK	      0x10
+#define IP_MF	      0x2000
+#define NEXTHDR_HOP   0
+#define NEXTHDR_ROUTE 43
+#define NEXTHDR_FRAG  44
+#define NEXTHDR_DEST  60
+
+/* ---- packet builders ---------------------------------------------------------------- */
+
+struct pkt_spec {
+	int l3;		   /* 4, 6, or 0 for ARP */
+	int l4;		   /* IPPROTO_TCP (default), IPPROTO_UDP, IPPROTO_ICMP/ICMPV6 */
+	bool vlan;	   /* one 802.1Q tag */
+	int ip_opt_words;  /* IPv4 option words (ihl = 5 + this) */
+	int ihl;	   /* IPv4 ihl written instead of the right one, when non-zero */
+	int ip_version;	   /* version nibble written instead of the right one, when non-zero */
+	bool zero_tot_len; /* IPv4 tot_len / IPv6 payload_len 0, as BIG TCP / GSO can have */
+	uint16_t frag;	   /* fragment offset in 8-byte units (IPv4 or IPv6 fragment header) */
+	bool more_frags;   /* IPv4 MF / IPv6 M bit */
+	uint8_t ext[6];	   /* IPv6 extension headers before L4, in order */
+	int n_ext;
+	uint32_t seq;
+	uint8_t flags;	   /* TCP flags; 0 means ACK|PSH */
+	int doff;	   /* TCP doff written instead of the right one, when non-zero */
+	int tcp_opt_words; /* TCP option words (doff = 5 + this) */
+	uint32_t payload;  /* L4 payload bytes */
+	uint32_t truncate; /* cut the frame to this many bytes, when non-zero */
+};
+
+static void put16(uint8_t *p, uint16_t v)
+{
+	v = htons(v);
+	memcpy(p, &v, 2);
+}
+
+static void put32(uint8_t *p, uint32_t v)
+{
+	v = htonl(v);
+	memcpy(p, &v, 4);
+}
+
+static size_t put_eth(uint8_t *p, uint16_t ethertype, bool vlan)
+{
+	static const uint8_t dst[ETH_ALEN] = {2, 0, 0, 0, 0, 2}, src[ETH_ALEN] = {2, 0, 0, 0, 0, 1};
+	size_t n = 12;
+
+	memcpy(p, dst, ETH_ALEN);
+	memcpy(p + ETH_ALEN, src, ETH_ALEN);
+	if (vlan) {
+		put16(p + n, ETH_P_8021Q);
+		put16(p + n + 2, 42); /* VID */
+		n += 4;
+	}
+	put16(p + n, ethertype);
+	return n + 2;
+}
+
+static size_t put_arp(uint8_t *p)
+{
+	put16(p, ARPHRD_ETHER);
+	put16(p + 2, ETH_P_IP);
+	p[4] = ETH_ALEN;
+	p[5] = 4;
+	put16(p + 6, ARPOP_REQUEST);
+	memset(p + 8, 0, 20);
+	return 28;
+}
+
+/* IPv4 header with options; tot_len is patched by build_frame(). */
+static size_t put_ipv4(uint8_t *p, const struct pkt_spec *s, uint8_t proto)
+{
+	size_t n = 20 + 4 * (size_t)s->ip_opt_words;
+	uint16_t frag = (uint16_t)(s->frag | (s->more_frags ? IP_MF : 0));
+
+	memset(p, 0, n);
+	p[0] = (uint8_t)((s->ip_version ? s->ip_version : 4) << 4 |
+			 (s->ihl ? s->ihl : 5 + s->ip_opt_words));
+	put16(p + 6, frag);
+	p[8] = 64;
+	p[9] = proto;
+	put32(p + 12, 0x0a000001);
+	put32(p + 16, 0x0a000002);
+	memset(p + 20, 1, n - 20); /* NOP options */
+	return n;
+}
+
+static size_t put_ipv6(uint8_t *p, const struct pkt_spec *s, uint8_t nexthdr)
+{
+	memset(p, 0, 40);
+	p[0] = (uint8_t)((s->ip_version ? s->ip_version : 6) << 4);
+	p[6] = nexthdr;
+	p[7] = 64;
+	p[8] = 0xfd;
+	p[23] = 1;
+	p[24] = 0xfd;
+	p[39] = 2;
+	return 40;
+}
+
+/* One IPv6 extension header of `type`; options headers are 16 bytes (hdrlen 1). */
+static size_t put_ipv6_ext(uint8_t *p, uint8_t type, uint8_t next, const struct pkt_spec *s)
+{
+	if (type == NEXTHDR_FRAG) {
+		memset(p, 0, 8);
+		p[0] = next;
+		put16(p + 2, (uint16_t)(s->frag << 3 | (s->more_frags ? 1 : 0)));
+		put32(p + 4, 0x1234);
+		return 8;
+	}
+	memset(p, 0, 16);
+	p[0] = next;
+	p[1] = 1; /* (1 + 1) * 8 bytes */
+	p[2] = 1; /* PadN option filling the rest */
+	p[3] = 12;
+	return 16;
+}
+
+static size_t put_tcp(uint8_t *p, const struct pkt_spec *s)
+{
+	size_t n = 20 + 4 * (size_t)s->tcp_opt_words;
+
+	memset(p, 0, n);
+	put16(p, 40000);
+	put16(p + 2, 9000);
+	put32(p + 4, s->seq);
+	put32(p + 8, 777);
+	p[12] = (uint8_t)((s->doff ? s->doff : 5 + s->tcp_opt_words) << 4);
+	p[13] = s->flags ? s->flags : TCP_ACK | TCP_PSH;
+	put16(p + 14, 65535);
+	memset(p + 20, 1, n - 20); /* NOP options */
+	return n;
+}
+
+static size_t put_udp(uint8_t *p, uint32_t payload)
+{
+	put16(p, 40000);
+	put16(p + 2, 9000);
+	put16(p + 4, (uint16_t)(8 + payload));
+	put16(p + 6, 0);
+	return 8;
+}
+
+static size_t put_icmp_echo(uint8_t *p, uint8_t type)
+{
+	memset(p, 0, 8);
+	p[0] = type;
+	return 8;
+}
+
+/* The frame for a spec; returns its length. */
+static size_t build_frame(const struct pkt_spec *s, uint8_t *buf)
+{
+	uint8_t l4 = s->l4 ? (uint8_t)s->l4 : IPPROTO_TCP;
+	size_t n, l3_at;
+
+	memset(buf, 0, FRAME_MAX);
+	if (s->l3 == 0) {
+		n = put_eth(buf, ETH_P_ARP, s->vlan);
+		n += put_arp(buf + n);
+		return s->truncate ? s->truncate : n;
+	}
+	n = put_eth(buf, s->l3 == 4 ? ETH_P_IP : ETH_P_IPV6, s->vlan);
+	l3_at = n;
+	if (s->l3 == 4) {
+		n += put_ipv4(buf + n, s, l4);
+	} else {
+		n += put_ipv6(buf + n, s, s->n_ext ? s->ext[0] : l4);
+		for (int i = 0; i < s->n_ext; i++)
+			n += put_ipv6_ext(buf + n, s->ext[i], i + 1 < s->n_ext ? s->ext[i + 1] : l4,
+					  s);
+	}
+	if (l4 == IPPROTO_TCP)
+		n += put_tcp(buf + n, s);
+	else if (l4 == IPPROTO_UDP)
+		n += put_udp(buf + n, s->payload);
+	else
+		n += put_icmp_echo(buf + n, s->l3 == 4 ? ICMP_ECHO : 128);
+	for (uint32_t i = 0; i < s->payload; i++)
+		buf[n + i] = (uint8_t)(i * 7 + 3);
+	n += s->payload;
+	assert_true(n <= FRAME_MAX);
+	if (!s->zero_tot_len) {
+		if (s->l3 == 4)
+			put16(buf + l3_at + 2, (uint16_t)(n - l3_at));
+		else
+			put16(buf + l3_at + 4, (uint16_t)(n - l3_at - 40));
+	}
+	return s->truncate ? s->truncate : n;
+}
+
+/* ---- fixtures: configurations and tag tables --------------------------------------------- */
+
+/* 3 bands, default 1, level l -> band l (levels >= 3 rely on the clamp to band 2). */
+static struct mercury_iface_cfg cfg3(void)
+{
+	struct mercury_iface_cfg c = {.nbands = 3, .default_band = 1};
+
+	for (unsigned int l = 0; l < MERCURY_MAX_LEVELS; l++)
+		c.band_of_level[l] = l;
+	for (unsigned int b = 0; b < MERCURY_MAX_BANDS; b++)
+		c.skb_priority[b] = PRIO_BASE + b;
+	return c;
+}
+
+static struct mercury_iface_cfg cfg_unconfigured(void)
+{
+	struct mercury_iface_cfg c = cfg3();
+
+	c.nbands = 0;
+	return c;
+}
+
+static struct mercury_iface_cfg cfg_default_beyond(void)
+{
+	struct mercury_iface_cfg c = cfg3();
+
+	c.default_band = 9; /* must clamp to band 2 */
+	return c;
+}
+
+/* 16 bands, level l -> band l, default 15. */
+static struct mercury_iface_cfg cfg16(void)
+{
+	struct mercury_iface_cfg c = cfg3();
+
+	c.nbands = 16;
+	c.default_band = 15;
+	return c;
+}
+
+/* [1,1000) L0, [1000,2000) L2, gap, [3000,4000) L5, [4000,5000) L20 (not a valid level). */
+static const struct mercury_sock_tags tags_basic = {
+    .count = 4,
+    .ranges = {{1, 1000, 0, 0}, {1000, 2000, 2, 0}, {3000, 4000, 5, 0}, {4000, 5000, 20, 0}},
+};
+
+/* Beyond 4 GiB: [5G, 5G+4096) L0, [5G+4096, 5G+1M) L2. */
+static const struct mercury_sock_tags tags_wrap = {
+    .count = 2,
+    .ranges = {{5 * GiB, 5 * GiB + 4096, 0, 0}, {5 * GiB + 4096, 5 * GiB + (1 << 20), 2, 0}},
+};
+
+/* count 1: the entry after it must not be searched. */
+static const struct mercury_sock_tags tags_stale = {
+    .count = 1,
+    .ranges = {{1, 1000, 0, 0}, {1000, 2000, 2, 0}},
+};
+
+static const struct mercury_sock_tags tags_empty = {.count = 0, .ranges = {{1, 1000, 0, 0}}};
+
+/* A corrupt count must not make the search read beyond the table. */
+static const struct mercury_sock_tags tags_bad_count = {
+    .count = 0xffffffffu,
+    .ranges = {{1, 1000, 0, 0}},
+};
+
+/* ---- the table ------------------------------------------------------------------------- */
+
+struct sock_spec {
+	bool has_sock;
+	uint32_t snd_una;
+	uint64_t bytes_acked;
+	const struct mercury_sock_tags *tags; /* NULL: untagged */
+};
+
+struct row {
+	const char *name;
+	struct pkt_spec pkt;
+	struct sock_spec sock;
+	struct mercury_iface_cfg (*cfg)(void);
+	enum mercury_outcome outcome;
+	int band; /* NO_BAND: priority untouched, nothing counted */
+};
+
+/* A socket whose unacknowledged data starts at stream offset 1500 (seq 50000). */
+#define SOCK_BASIC(t)                                                                              \
+	{                                                                                          \
+		.has_sock = true, .snd_una = 50000, .bytes_acked = 1500, .tags = (t)               \
+	}
+#define SEQ_AT(off) ((uint32_t)(50000 + (off)-1500)) /* seq of stream offset `off` */
+#define TCP4(off)   .l3 = 4, .seq = SEQ_AT(off), .payload = 100
+#define TCP6(off)   .l3 = 6, .seq = SEQ_AT(off), .payload = 100
+
+static const struct row rows[] = {
+    /* tagged hits */
+    {"ipv4 tagged hit", {TCP4(500)}, SOCK_BASIC(&tags_basic), cfg3, MERCURY_OUT_TAGGED, 0},
+    {"ipv6 tagged hit", {TCP6(1500)}, SOCK_BASIC(&tags_basic), cfg3, MERCURY_OUT_TAGGED, 2},
+    {"ipv4 vlan tagged hit",
+     {TCP4(500), .vlan = true},
+     SOCK_BASIC(&tags_basic),
+     cfg3,
+     MERCURY_OUT_TAGGED,
+     0},
+    {"ipv4 options tagged hit",
+     {TCP4(500), .ip_opt_words = 3},
+     SOCK_BASIC(&tags_basic),
+     cfg3,
+     MERCURY_OUT_TAGGED,
+     0},
+    {"tcp options tagged hit",
+     {TCP4(1200), .tcp_opt_words = 3},
+     SOCK_BASIC(&tags_basic),
+     cfg3,
+     MERCURY_OUT_TAGGED,
+     2},
+    {"ipv4 tot_len 0 (BIG TCP)",
+     {TCP4(500), .zero_tot_len = true},
+     SOCK_BASIC(&tags_basic),
+     cfg3,
+     MERCURY_OUT_TAGGED,
+     0},
+    {"ipv4 first fragment",
+     {TCP4(500), .more_frags = true},
+     SOCK_BASIC(&tags_basic),
+     cfg3,
+     MERCURY_OUT_TAGGED,
+     0},
+    {"ipv6 hop-by-hop",
+     {TCP6(500), .ext = {NEXTHDR_HOP}, .n_ext = 1},
+     SOCK_BASIC(&tags_basic),
+     cfg3,
+     MERCURY_OUT_TAGGED,
+     0},
+    {"ipv6 hop+route+dst+frag0",
+     {TCP6(500), .ext = {NEXTHDR_HOP, NEXTHDR_ROUTE, NEXTHDR_DEST, NEXTHDR_FRAG}, .n_ext = 4},
+     SOCK_BASIC(&tags_basic),
+     cfg3,
+     MERCURY_OUT_TAGGED,
+     0},
+    {"tfo syn with data: first byte after the SYN",
+     {.l3 = 4, .seq = 9999, .flags = TCP_SYN, .payload = 50},
+     {.has_sock = true, .snd_una = 9999, .bytes_acked = 0, .tags = &tags_basic},
+     cfg3,
+     MERCURY_OUT_TAGGED,
+     0},
+    /* level -> band clamp (3 bands) */
+    {"level 5 clamps to band 2",
+     {TCP4(3500)},
+     SOCK_BASIC(&tags_basic),
+     cfg3,
+     MERCURY_OUT_TAGGED,
+     2},
+    {"level 20 (invalid) clamps",
+     {TCP4(4999)},
+     SOCK_BASIC(&tags_basic),
+     cfg3,
+     MERCURY_OUT_TAGGED,
+     2},
+    {"default band beyond nbands clamps",
+     {TCP4(2500)},
+     SOCK_BASIC(&tags_basic),
+     cfg_default_beyond,
+     MERCURY_OUT_TAG_MISS,
+     2},
+    /* range boundaries */
+    {"first byte of a range", {TCP4(1)}, SOCK_BASIC(&tags_basic), cfg3, MERCURY_OUT_TAGGED, 0},
+    {"last byte of a range", {TCP4(999)}, SOCK_BASIC(&tags_basic), cfg3, MERCURY_OUT_TAGGED, 0},
+    {"end is the next range's start",
+     {TCP4(1000)},
+     SOCK_BASIC(&tags_basic),
+     cfg3,
+     MERCURY_OUT_TAGGED,
+     2},
+    {"end exclusive before a gap",
+     {TCP4(2000)},
+     SOCK_BASIC(&tags_basic),
+     cfg3,
+     MERCURY_OUT_TAG_MISS,
+     1},
+    /* tag misses */
+    {"before the first range", {TCP4(0)}, SOCK_BASIC(&tags_basic), cfg3, MERCURY_OUT_TAG_MISS, 1},
+    {"gap between ranges", {TCP4(2500)}, SOCK_BASIC(&tags_basic), cfg3, MERCURY_OUT_TAG_MISS, 1},
+    {"beyond the last range", {TCP4(5000)}, SOCK_BASIC(&tags_basic), cfg3, MERCURY_OUT_TAG_MISS, 1},
+    {"entries past count ignored",
+     {TCP4(1500)},
+     SOCK_BASIC(&tags_stale),
+     cfg3,
+     MERCURY_OUT_TAG_MISS,
+     1},
+    {"empty table", {TCP4(500)}, SOCK_BASIC(&tags_empty), cfg3, MERCURY_OUT_TAG_MISS, 1},
+    {"corrupt count bounded",
+     {TCP4(2500)},
+     SOCK_BASIC(&tags_bad_count),
+     cfg3,
+     MERCURY_OUT_TAG_MISS,
+     1},
+    /* retransmissions: offsets below snd_nxt, at and below snd_una */
+    {"retransmit at snd_una",
+     {.l3 = 4, .seq = 50000, .payload = 100},
+     SOCK_BASIC(&tags_basic),
+     cfg3,
+     MERCURY_OUT_TAGGED,
+     2},
+    {"retransmit behind snd_nxt",
+     {.l3 = 4, .seq = 51600, .payload = 100},
+     SOCK_BASIC(&tags_basic),
+     cfg3,
+     MERCURY_OUT_TAGGED,
+     2},
+    {"retransmit of acked bytes",
+     {.l3 = 4, .seq = 49000, .payload = 100},
+     SOCK_BASIC(&tags_basic),
+     cfg3,
+     MERCURY_OUT_TAGGED,
+     0},
+    /* sequence wrap, offsets beyond 4 GiB */
+    {"seq wrapped, offset > 4 GiB",
+     {.l3 = 4, .seq = 0x00000100, .payload = 100},
+     {.has_sock = true, .snd_una = 0xffffff00, .bytes_acked = 5 * GiB + 100, .tags = &tags_wrap},
+     cfg3,
+     MERCURY_OUT_TAGGED,
+     0},
+    {"seq wrapped, next range",
+     {.l3 = 6, .seq = 0x00001100, .payload = 100},
+     {.has_sock = true, .snd_una = 0xffffff00, .bytes_acked = 5 * GiB + 100, .tags = &tags_wrap},
+     cfg3,
+     MERCURY_OUT_TAGGED,
+     2},
+    {"seq before wrap, snd_una after",
+     {.l3 = 4, .seq = 0xfffffff0, .payload = 100},
+     {.has_sock = true, .snd_una = 0x10, .bytes_acked = 5 * GiB + 4096 + 0x10, .tags = &tags_wrap},
+     cfg3,
+     MERCURY_OUT_TAGGED,
+     0},
+    /* socket view */
+    {"untagged socket", {TCP4(500)}, SOCK_BASIC(NULL), cfg3, MERCURY_OUT_UNTAGGED, 1},
+    {"no socket",
+     {TCP4(500)},
+     {.has_sock = false, .tags = &tags_basic},
+     cfg3,
+     MERCURY_OUT_NO_OFFSET,
+     1},
+    /* no payload */
+    {"pure ack",
+     {.l3 = 4, .seq = SEQ_AT(500), .flags = TCP_ACK},
+     SOCK_BASIC(&tags_basic),
+     cfg3,
+     MERCURY_OUT_NO_PAYLOAD,
+     1},
+    {"syn",
+     {.l3 = 6, .seq = 1, .flags = TCP_SYN, .tcp_opt_words = 5},
+     SOCK_BASIC(&tags_basic),
+     cfg3,
+     MERCURY_OUT_NO_PAYLOAD,
+     1},
+    {"fin",
+     {.l3 = 4, .seq = SEQ_AT(500), .flags = TCP_FIN | TCP_ACK},
+     SOCK_BASIC(&tags_basic),
+     cfg3,
+     MERCURY_OUT_NO_PAYLOAD,
+     1},
+    {"rst",
+     {.l3 = 4, .seq = SEQ_AT(500), .flags = TCP_RST},
+     SOCK_BASIC(&tags_basic),
+     cfg3,
+     MERCURY_OUT_NO_PAYLOAD,
+     1},
+    /* not TCP */
+    {"udp",
+     {.l3 = 4, .l4 = IPPROTO_UDP, .payload = 100},
+     SOCK_BASIC(&tags_basic),
+     cfg3,
+     MERCURY_OUT_NOT_TCP,
+     1},
+    {"udp6",
+     {.l3 = 6, .l4 = IPPROTO_UDP, .payload = 100},
+     SOCK_BASIC(&tags_basic),
+     cfg3,
+     MERCURY_OUT_NOT_TCP,
+     1},
+    {"icmp",
+     {.l3 = 4, .l4 = IPPROTO_ICMP, .payload = 56},
+     SOCK_BASIC(&tags_basic),
+     cfg3,
+     MERCURY_OUT_NOT_TCP,
+     1},
+    {"icmpv6",
+     {.l3 = 6, .l4 = IPPROTO_ICMPV6, .payload = 56},
+     SOCK_BASIC(&tags_basic),
+     cfg3,
+     MERCURY_OUT_NOT_TCP,
+     1},
+    {"arp", {.l3 = 0}, SOCK_BASIC(&tags_basic), cfg3, MERCURY_OUT_NOT_TCP, 1},
+    {"ipv4 non-first fragment",
+     {TCP4(500), .frag = 185},
+     SOCK_BASIC(&tags_basic),
+     cfg3,
+     MERCURY_OUT_NOT_TCP,
+     1},
+    {"ipv6 non-first fragment",
+     {TCP6(500), .ext = {NEXTHDR_FRAG}, .n_ext = 1, .frag = 185},
+     SOCK_BASIC(&tags_basic),
+     cfg3,
+     MERCURY_OUT_NOT_TCP,
+     1},
+    {"ipv6 five extension headers",
+     {TCP6(500), .ext = {NEXTHDR_HOP, NEXTHDR_DEST, NEXTHDR_ROUTE, NEXTHDR_DEST, NEXTHDR_DEST},
+      .n_ext = 5},
+     SOCK_BASIC(&tags_basic),
+     cfg3,
+     MERCURY_OUT_NOT_TCP,
+     1},
+    /* malformed */
+    /* test_run refuses frames whose EtherType is IP but lack a full IP header: use VLAN */
+    {"truncated ipv4 header",
+     {TCP4(500), .vlan = true, .truncate = 18 + 10},
+     SOCK_BASIC(&tags_basic),
+     cfg3,
+     MERCURY_OUT_MALFORMED,
+     1},
+    {"truncated ipv6 header",
+     {TCP6(500), .vlan = true, .truncate = 18 + 39},
+     SOCK_BASIC(&tags_basic),
+     cfg3,
+     MERCURY_OUT_MALFORMED,
+     1},
+    {"truncated vlan tag",
+     {TCP4(500), .vlan = true, .truncate = 16},
+     SOCK_BASIC(&tags_basic),
+     cfg3,
+     MERCURY_OUT_MALFORMED,
+     1},
+    {"truncated tcp header",
+     {TCP4(500), .truncate = 14 + 20 + 10},
+     SOCK_BASIC(&tags_basic),
+     cfg3,
+     MERCURY_OUT_MALFORMED,
+     1},
+    {"truncated tcp options",
+     {.l3 = 4, .seq = 1, .tcp_opt_words = 4, .truncate = 14 + 20 + 30},
+     SOCK_BASIC(&tags_basic),
+     cfg3,
+     MERCURY_OUT_MALFORMED,
+     1},
+    {"truncated ipv6 extension",
+     {TCP6(500), .ext = {NEXTHDR_HOP}, .n_ext = 1, .truncate = 14 + 40 + 1},
+     SOCK_BASIC(&tags_basic),
+     cfg3,
+     MERCURY_OUT_MALFORMED,
+     1},
+    {"ihl 4", {TCP4(500), .ihl = 4}, SOCK_BASIC(&tags_basic), cfg3, MERCURY_OUT_MALFORMED, 1},
+    {"ihl beyond the packet",
+     {.l3 = 4, .seq = 1, .ihl = 15, .truncate = 14 + 30},
+     SOCK_BASIC(&tags_basic),
+     cfg3,
+     MERCURY_OUT_MALFORMED,
+     1},
+    {"ip version 6 in an ipv4 frame",
+     {TCP4(500), .ip_version = 6},
+     SOCK_BASIC(&tags_basic),
+     cfg3,
+     MERCURY_OUT_MALFORMED,
+     1},
+    {"doff 4", {TCP4(500), .doff = 4}, SOCK_BASIC(&tags_basic), cfg3, MERCURY_OUT_MALFORMED, 1},
+    {"doff beyond the packet",
+     {.l3 = 4, .seq = 1, .doff = 15, .payload = 8},
+     SOCK_BASIC(&tags_basic),
+     cfg3,
+     MERCURY_OUT_MALFORMED,
+     1},
+    /* not configured: leave the packet alone */
+    {"nbands 0",
+     {TCP4(500)},
+     SOCK_BASIC(&tags_basic),
+     cfg_unconfigured,
+     MERCURY_OUT_TAGGED,
+     NO_BAND},
+};
+
+/* ---- running a row ---------------------------------------------------------------------- */
+
+struct fixture {
+	struct classifier_test_bpf *skel;
+	int ncpus;
+};
+
+static struct fixture fx;
+
+static void set_elem(const struct bpf_map *map, const void *value)
+{
+	uint32_t zero = 0;
+
+	assert_int_equal(bpf_map_update_elem(bpf_map__fd(map), &zero, value, BPF_ANY), 0);
+}
+
+/* The per-CPU "stats" value summed over all possible CPUs. */
+static void read_stats(const struct bpf_map *map, struct mercury_stats *sum)
+{
+	struct mercury_stats *percpu = calloc((size_t)fx.ncpus, sizeof(*percpu));
+	uint32_t zero = 0;
+
+	assert_non_null(percpu);
+	assert_int_equal(bpf_map_lookup_elem(bpf_map__fd(map), &zero, percpu), 0);
+	memset(sum, 0, sizeof(*sum));
+	for (int c = 0; c < fx.ncpus; c++) {
+		for (int b = 0; b < MERCURY_MAX_BANDS; b++) {
+			sum->band[b].packets += percpu[c].band[b].packets;
+			sum->band[b].bytes += percpu[c].band[b].bytes;
+		}
+		for (int o = 0; o < MERCURY_OUT_MAX; o++) {
+			sum->outcome[o].packets += percpu[c].outcome[o].packets;
+			sum->outcome[o].bytes += percpu[c].outcome[o].bytes;
+		}
+	}
+	free(percpu);
+}
+
+struct run_result {
+	uint32_t retval;
+	uint32_t priority;
+	bool bytes_unchanged;
+};
+
+static struct run_result run_once(int prog_fd, const uint8_t *frame, size_t len)
+{
+	static uint8_t out[FRAME_MAX];
+	struct __sk_buff ctx_in = {.priority = PRIO_UNSET}, ctx_out = {0};
+	LIBBPF_OPTS(bpf_test_run_opts, opts, .data_in = frame, .data_size_in = (uint32_t)len,
+		    .data_out = out, .data_size_out = sizeof(out), .ctx_in = &ctx_in,
+		    .ctx_size_in = sizeof(ctx_in), .ctx_out = &ctx_out,
+		    .ctx_size_out = sizeof(ctx_out), .repeat = 1);
+	struct run_result r = {0};
+
+	memset(out, 0xa5, sizeof(out));
+	assert_int_equal(bpf_prog_test_run_opts(prog_fd, &opts), 0);
+	r.retval = opts.retval;
+	r.priority = ctx_out.priority;
+	r.bytes_unchanged = opts.data_size_out == len && memcmp(out, frame, len) == 0;
+	return r;
+}
+
+/* Checks one counter family: exactly `expect` rose by one packet and `len` bytes. */
+static void check_counter_deltas(const char *name, const char *what,
+				 const struct mercury_counter *before,
+				 const struct mercury_counter *after, int n, int expect, size_t len)
+{
+	for (int i = 0; i < n; i++) {
+		uint64_t dp = after[i].packets - before[i].packets;
+		uint64_t db = after[i].bytes - before[i].bytes;
+		uint64_t wp = i == expect ? 1 : 0, wb = i == expect ? len : 0;
+
+		if (dp != wp || db != wb)
+			fail_msg("%s: %s[%d] rose by %llu packets %llu bytes, want %llu/%llu", name,
+				 what, i, (unsigned long long)dp, (unsigned long long)db,
+				 (unsigned long long)wp, (unsigned long long)wb);
+	}
+}
+
+static void run_row(const struct row *row)
+{
+	struct classifier_test_bpf *skel = fx.skel;
+	struct mercury_iface_cfg cfg = row->cfg();
+	struct mercury_test_view view = {
+	    .has_sock = row->sock.has_sock,
+	    .snd_una = row->sock.snd_una,
+	    .bytes_acked = row->sock.bytes_acked,
+	    .has_tags = row->sock.tags != NULL,
+	};
+	struct mercury_sock_stats ss_before, ss_after;
+	struct mercury_stats before, after;
+	uint8_t frame[FRAME_MAX];
+	size_t len = build_frame(&row->pkt, frame);
+	bool per_sock = row->outcome == MERCURY_OUT_TAGGED || row->outcome == MERCURY_OUT_TAG_MISS;
+	uint32_t zero = 0, want_prio;
+	struct run_result r;
+
+	set_elem(skel->maps.cfg, &cfg);
+	set_elem(skel->maps.test_view, &view);
+	if (row->sock.tags)
+		set_elem(skel->maps.test_tags, row->sock.tags);
+	read_stats(skel->maps.stats, &before);
+	assert_int_equal(
+	    bpf_map_lookup_elem(bpf_map__fd(skel->maps.test_sock_stats), &zero, &ss_before), 0);
+
+	r = run_once(bpf_program__fd(skel->progs.mercury_egress_test), frame, len);
+
+	read_stats(skel->maps.stats, &after);
+	assert_int_equal(
+	    bpf_map_lookup_elem(bpf_map__fd(skel->maps.test_sock_stats), &zero, &ss_after), 0);
+	if (r.retval != (uint32_t)TC_ACT_UNSPEC)
+		fail_msg("%s: returned %d, want TC_ACT_UNSPEC (-1)", row->name, (int)r.retval);
+	if (!r.bytes_unchanged)
+		fail_msg("%s: packet bytes changed", row->name);
+	want_prio = row->band == NO_BAND ? PRIO_UNSET : cfg.skb_priority[row->band];
+	if (r.priority != want_prio)
+		fail_msg("%s: priority %#x, want %#x", row->name, r.priority, want_prio);
+	if (row->band == NO_BAND) {
+		check_counter_deltas(row->name, "outcome", before.outcome, after.outcome,
+				     MERCURY_OUT_MAX, -1, len);
+		check_counter_deltas(row->name, "band", before.band, after.band, MERCURY_MAX_BANDS,
+				     -1, len);
+		return;
+	}
+	check_counter_deltas(row->name, "outcome", before.outcome, after.outcome, MERCURY_OUT_MAX,
+			     (int)row->outcome, len);
+	check_counter_deltas(row->name, "band", before.band, after.band, MERCURY_MAX_BANDS,
+			     row->band, len);
+	for (int b = 0; b < MERCURY_MAX_BANDS; b++) {
+		uint64_t want = per_sock && b == row->band ? 1 : 0;
+
+		if (ss_after.packets[b] - ss_before.packets[b] != want ||
+		    ss_after.bytes[b] - ss_before.bytes[b] != want * len)
+			fail_msg("%s: sock_stats band %d did not rise by %llu packet(s)", row->name,
+				 b, (unsigned long long)want);
+	}
+}
+
+static void test_table(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		print_message("[ ROW      ] %s\n", rows[i].name);
+		run_row(&rows[i]);
+	}
+}
+
+/* 32 disjoint ranges with gaps: every range found at its first and last byte, none at its end. */
+static void test_full_table_every_range(void **state)
+{
+	static struct mercury_sock_tags tags32 = {.count = MERCURY_RANGES_PER_SOCK};
+	const uint64_t base = 3 * GiB + 17;
+
+	(void)state;
+	for (unsigned int i = 0; i < MERCURY_RANGES_PER_SOCK; i++) {
+		tags32.ranges[i].start = base + i * 1000ull;
+		tags32.ranges[i].end = base + i * 1000ull + 600;
+		tags32.ranges[i].level = i % MERCURY_MAX_LEVELS;
+	}
+	for (unsigned int i = 0; i < MERCURY_RANGES_PER_SOCK; i++) {
+		const uint64_t probes[3] = {tags32.ranges[i].start, tags32.ranges[i].end - 1,
+					    tags32.ranges[i].end};
+		for (int p = 0; p < 3; p++) {
+			char name[64];
+			struct row row = {
+			    .name = name,
+			    .pkt = {.l3 = 4, .payload = 100},
+			    /* offset = bytes_acked + (seq - snd_una) with snd_una = 7 */
+			    .sock = {.has_sock = true,
+				     .snd_una = 7,
+				     .bytes_acked = base,
+				     .tags = &tags32},
+			    .cfg = cfg16,
+			    .outcome = p < 2 ? MERCURY_OUT_TAGGED : MERCURY_OUT_TAG_MISS,
+			    .band = p < 2 ? (int)(i % MERCURY_MAX_LEVELS) : 15,
+			};
+
+			row.pkt.seq = (uint32_t)(7 + (probes[p] - base));
+			snprintf(name, sizeof(name), "range %u %s", i,
+				 p == 0	  ? "start"
+				 : p == 1 ? "last byte"
+					  : "end");
+			run_row(&row);
+		}
+	}
+	/* A corrupt count searches the 32 entries there are, no more. */
+	tags32.count = 0xffffffffu;
+	for (unsigned int i = 0; i < MERCURY_RANGES_PER_SOCK; i += MERCURY_RANGES_PER_SOCK - 1) {
+		struct row row = {
+		    .name = "corrupt count, full table",
+		    .pkt = {.l3 = 4,
+			    .payload = 100,
+			    .seq = (uint32_t)(7 + (tags32.ranges[i].start + 1 - base))},
+		    .sock = {.has_sock = true, .snd_una = 7, .bytes_acked = base, .tags = &tags32},
+		    .cfg = cfg16,
+		    .outcome = MERCURY_OUT_TAGGED,
+		    .band = (int)(i % MERCURY_MAX_LEVELS),
+		};
+
+		run_row(&row);
+	}
+}
+
+/* The production program passes the verifier; under test_run its socket is a dummy. */
+static void test_production_program(void **state)
+{
+	struct classifier_bpf *prod = classifier_bpf__open_and_load();
+	struct mercury_iface_cfg cfg = cfg3();
+	struct pkt_spec data = {.l3 = 4, .seq = 1000, .payload = 1000};
+	struct pkt_spec ack = {.l3 = 6, .seq = 1000, .flags = TCP_ACK};
+	struct mercury_stats before, after;
+	uint8_t frame[FRAME_MAX];
+	struct run_result r;
+	uint64_t rose;
+	size_t len;
+
+	(void)state;
+	assert_non_null(prod);
+	/* attach_state must exist, BTF-typed, for mercuryd to pin and bpftool to dump */
+	assert_true(bpf_map__fd(prod->maps.attach_state) >= 0);
+	assert_int_not_equal(bpf_map__btf_value_type_id(prod->maps.attach_state), 0);
+	assert_int_equal(bpf_map__value_size(prod->maps.attach_state),
+			 sizeof(struct mercury_attach_state));
+	set_elem(prod->maps.cfg, &cfg);
+
+	len = build_frame(&data, frame);
+	read_stats(prod->maps.stats, &before);
+	r = run_once(bpf_program__fd(prod->progs.mercury_egress), frame, len);
+	read_stats(prod->maps.stats, &after);
+	assert_int_equal(r.retval, (uint32_t)TC_ACT_UNSPEC);
+	assert_true(r.bytes_unchanged);
+	assert_int_equal(r.priority, cfg.skb_priority[cfg.default_band]);
+	rose = after.outcome[MERCURY_OUT_NO_OFFSET].packets -
+	       before.outcome[MERCURY_OUT_NO_OFFSET].packets +
+	       after.outcome[MERCURY_OUT_UNTAGGED].packets -
+	       before.outcome[MERCURY_OUT_UNTAGGED].packets;
+	assert_int_equal(rose, 1);
+	assert_int_equal(after.band[cfg.default_band].bytes - before.band[cfg.default_band].bytes,
+			 len);
+
+	len = build_frame(&ack, frame);
+	before = after;
+	r = run_once(bpf_program__fd(prod->progs.mercury_egress), frame, len);
+	read_stats(prod->maps.stats, &after);
+	assert_int_equal(r.retval, (uint32_t)TC_ACT_UNSPEC);
+	assert_int_equal(r.priority, cfg.skb_priority[cfg.default_band]);
+	assert_int_equal(after.outcome[MERCURY_OUT_NO_PAYLOAD].packets -
+			     before.outcome[MERCURY_OUT_NO_PAYLOAD].packets,
+			 1);
+
+	cfg.nbands = 0;
+	set_elem(prod->maps.cfg, &cfg);
+	r = run_once(bpf_program__fd(prod->progs.mercury_egress), frame, len);
+	assert_int_equal(r.retval, (uint32_t)TC_ACT_UNSPEC);
+	assert_int_equal(r.priority, PRIO_UNSET);
+	classifier_bpf__destroy(prod);
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	fx.ncpus = libbpf_num_possible_cpus();
+	if (fx.ncpus <= 0) {
+		fprintf(stderr, "libbpf_num_possible_cpus: %s\n", strerror(-fx.ncpus));
+		return -1;
+	}
+	fx.skel = classifier_test_bpf__open_and_load();
+	if (!fx.skel) {
+		fprintf(stderr,
+			"loading classifier_test.bpf.o failed: %s; check the verifier log "
+			"above\n",
+			strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	classifier_test_bpf__destroy(fx.skel);
+	return 0;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_table),
+	    cmocka_unit_test(test_full_table_every_range),
+	    cmocka_unit_test(test_production_program),
+	};
+
+	if (geteuid() != 0) {
+		fprintf(stderr, "test_classifier: needs root for BPF_PROG_TEST_RUN, skipping\n");
+		return 77;
+	}
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
