@@ -24,7 +24,7 @@ die() { log "$*"; exit 1; }
 modules=(veth sch_ingress cls_bpf sch_mqprio sch_prio sch_ets sch_htb sch_tbf
 	sch_fq sch_netem sch_multiq act_skbedit act_bpf cls_matchall cls_u32 ${MERCURY_VM_MODULES:-})
 # Full tools copied from the host (skipped with a note when absent).
-tools=(bash ip tc ss bridge iperf3 jq nsenter unshare flock mount umount losetup timeout
+tools=(bash sh ip tc ss bridge iperf3 jq nsenter unshare setpriv flock mount umount losetup timeout
 	bpftool ethtool grep egrep fgrep sed mawk find xargs ps pgrep pkill sysctl bc ldd
 	${MERCURY_VM_EXTRA_BINS:-})
 
@@ -96,7 +96,8 @@ printf 'passwd: files\ngroup: files\nhosts: files\n' >etc/nsswitch.conf
 # Kernel modules: the closure over .modinfo "depends=", dependencies first.
 declare -A mod_path=() mod_done=()
 while read -r ko; do
-	n=$(basename "$ko" .ko)
+	n=${ko##*/}
+	n=${n%.ko}
 	mod_path[${n//-/_}]=$ko
 done < <(find "$mods/kernel" -name '*.ko')
 order=()

@@ -7,7 +7,8 @@
 # Env: MERCURY_VM_TIMEOUT (s, default 540), MERCURY_VM_MEM (default 2G), MERCURY_VM_SMP (2),
 #      MERCURY_VM_BACKENDS, MERCURY_VM_ONLY, MERCURY_VM_TEST_TIMEOUT (passed to the guest),
 #      MERCURY_VM_KERNEL (6.1.0-N-amd64), MERCURY_VM_BOOT=vmlinuz (slower fallback),
-#      MERCURY_VM_KEEP=1 (keep the work dir with console.log/results.log).
+#      MERCURY_VM_KEEP=1 (keep the work dir with console.log/results.log),
+#      MERCURY_VM_APPEND (extra kernel command line).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -39,6 +40,7 @@ append="console=ttyS0 panic=-1 oops=panic loglevel=4 rdinit=/init"
 for v in MERCURY_VM_BACKENDS MERCURY_VM_ONLY MERCURY_VM_TEST_TIMEOUT; do
 	[ -n "${!v:-}" ] && append="$append $v=${!v}"
 done
+append="$append ${MERCURY_VM_APPEND:-}"
 : >"$work/console.log"
 : >"$work/results.log"
 tail -n +1 -f "$work/console.log" &
