@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Guest test runner (called by guest-init): the smoke tests of tests/vm/guest-smoke.sh, then every
+# Guest test runner (called by guest-init): the smoke tests of tests/vm/guest-smoke.sh, the
+# kernel tests (build/tests/test_* built from tests/kernel/), then every
 # tests/integration/test_*.sh. A script that mentions MERCURY_TEST_QDISC runs once per backend
 # with MERCURY_TEST_QDISC=<backend>; others run once (backend "-"). Exit 77 = SKIP.
 # Each result goes to $MERCURY_VM_RESULTS as "MERCURY-RESULT <backend> <test> <status> <secs>",
@@ -48,6 +49,12 @@ for obj in noop.bpf.o classifier.bpf.o; do
 done
 run_test - smoke/veth-iperf3 bash $smoke veth-iperf3
 for b in "${backends[@]}"; do run_test "$b" smoke/mercuryd-attach bash $smoke mercuryd-attach "$b"; done
+
+# Kernel tests (BPF_PROG_TEST_RUN, netlink): the 6.1 verifier and helpers, not the host's.
+for t in "${MERCURY_BUILD:-/mercury/build}"/tests/test_*; do
+	[ -x "$t" ] && [ -f "tests/kernel/$(basename "$t").c" ] || continue
+	run_test - "kernel/$(basename "$t")" "$t"
+done
 
 for t in tests/integration/test_*.sh; do
 	[ -f "$t" ] || continue
