@@ -18,7 +18,7 @@ newest_available() {
 newest_cached() {
 	local d
 	for d in "$cache"/6.1.0-*-amd64; do
-		[ -f "$d/.complete" ] && basename "$d"
+		[ ! -f "$d/.complete" ] || basename "$d"
 	done | sort -V | tail -n1
 }
 
@@ -61,8 +61,17 @@ log "downloading linux-image-$want into $dir (extract only, not installed)"
 mkdir -p "$dir"
 tmp=$(mktemp -d "$cache/.dl.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
-(cd "$tmp" && apt-get download -q "linux-image-$want" >&2) ||
-	die "apt-get download linux-image-$want failed: try apt-get update, or set MERCURY_VM_KERNEL"
+if ! (cd "$tmp" && apt-get download -q "linux-image-$want" >&2); then
+	cached=$(newest_cached)
+	[ -n "$cached" ] && [ -z "${MERCURY_VM_KERNEL:-}" ] || {
+		rmdir "$dir" 2>/dev/null
+		die "apt-get download linux-image-$want failed: try apt-get update, or set MERCURY_VM_KERNEL"
+	}
+	log "download failed: using the cached $cached instead"
+	rmdir "$dir" 2>/dev/null
+	echo "$cache/$cached"
+	exit 0
+fi
 deb=$(ls "$tmp"/linux-image-"$want"_*.deb)
 rm -rf "$dir/root"
 dpkg-deb -x "$deb" "$dir/root"
