@@ -119,7 +119,8 @@ int qdisc_htb_create(struct qdisc_ctx *c, const struct qdisc_spec *s)
 	rtnl_tc_set_handle(TC_CAST(q), major);
 	rc = rtnl_tc_set_kind(TC_CAST(q), "htb");
 	if (rc == 0)
-		rc = rtnl_htb_set_defcls(q, major | (MERCURY_HTB_LEAF_MINOR0 + s->default_band));
+		rc =
+		    rtnl_htb_set_defcls(q, MERCURY_HTB_LEAF_MINOR0 + s->default_band); /* a minor */
 	if (rc < 0) {
 		snprintf(c->err, c->errlen, "htb root: libnl: %s", nl_geterror(rc));
 		rtnl_qdisc_put(q);

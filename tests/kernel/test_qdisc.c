@@ -1,0 +1,507 @@
+/*
+ * Qdisc backends against the running kernel, inside a network namespace of our own with
+ * two veth pairs (single queue and 4 queues). Root only; exits 77 otherwise. `ip` and `tc`
+ * only set up, tear down and observe (as an independent view); the code under test talks
+ * netlink through libnl. The namespace goes away at the end, on failure, on SIGINT/SIGTERM
+ * and after the time limit.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <net/if.h>
+#include <sched.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "band_plan.h"
+#include "qdisc.h"
+
+#define TIME_LIMIT_S 120
+#define RATE	     25000000ull /* 200 Mbit/s in bytes/s */
+
+static char ns[32], dev1[IFNAMSIZ], dev4[IFNAMSIZ];
+static int if1, if4;
+static int orig_ns = -1;
+static volatile sig_atomic_t ns_created;
+
+static void remove_ns(void)
+{
+	char cmd[96];
+
+	if (!ns_created)
+		return;
+	ns_created = 0;
+	if (orig_ns >= 0)
+		setns(orig_ns, CLONE_NEWNET);
+	snprintf(cmd, sizeof(cmd), "ip netns del %s 2>/dev/null", ns);
+	if (system(cmd) != 0)
+		fprintf(stderr, "test_qdisc: could not delete netns %s\n", ns);
+}
+
+static void on_signal(int sig)
+{
+	remove_ns();
+	_exit(sig == SIGALRM ? 124 : 128 + sig);
+}
+
+static int sh(const char *fmt, ...)
+{
+	char cmd[512];
+	va_list ap;
+	int rc;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	rc = system(cmd);
+	return rc == 0 ? 0 : -1;
+}
+
+/* What tc says about dev's qdiscs (JSON), as an independent view of the device. */
+static void tc_show(const char *dev, char *buf, size_t len)
+{
+	char cmd[128];
+	size_t n = 0;
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd), "tc -j qdisc show dev %s", dev);
+	p = popen(cmd, "r");
+	assert_non_null(p);
+	while (n + 1 < len) {
+		size_t got = fread(buf + n, 1, len - 1 - n, p);
+
+		if (!got)
+			break;
+		n += got;
+	}
+	buf[n] = '\0';
+	pclose(p);
+	assert_true(n > 0);
+}
+
+static int group_setup(void **state)
+{
+	char path[96];
+	int fd;
+
+	(void)state;
+	snprintf(ns, sizeof(ns), "mqt%d-qdisc", getpid());
+	snprintf(dev1, sizeof(dev1), "mqt%da", getpid());
+	snprintf(dev4, sizeof(dev4), "mqt%dm", getpid());
+	orig_ns = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+	if (orig_ns < 0 || sh("ip netns add %s", ns) < 0)
+		return -1;
+	ns_created = 1;
+	if (sh("ip -n %s link add %s numtxqueues 1 numrxqueues 1 type veth peer name mqt%db "
+	       "numtxqueues 1 numrxqueues 1",
+	       ns, dev1, getpid()) < 0 ||
+	    sh("ip -n %s link add %s numtxqueues 4 numrxqueues 4 type veth peer name mqt%dn "
+	       "numtxqueues 4 numrxqueues 4",
+	       ns, dev4, getpid()) < 0 ||
+	    sh("ip -n %s link set %s up && ip -n %s link set mqt%db up", ns, dev1, ns, getpid()) <
+		0 ||
+	    sh("ip -n %s link set %s up && ip -n %s link set mqt%dn up", ns, dev4, ns, getpid()) <
+		0)
+		return -1;
+	snprintf(path, sizeof(path), "/var/run/netns/%s", ns);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || setns(fd, CLONE_NEWNET) < 0)
+		return -1;
+	close(fd);
+	if1 = (int)if_nametoindex(dev1);
+	if4 = (int)if_nametoindex(dev4);
+	return if1 > 0 && if4 > 0 ? 0 : -1;
+}
+
+static int group_teardown(void **state)
+{
+	(void)state;
+	remove_ns();
+	return 0;
+}
+
+/* Every test starts and ends with the kernel's default roots. */
+static int reset_roots(void **state)
+{
+	(void)state;
+	sh("tc qdisc del dev %s root 2>/dev/null", dev1);
+	sh("tc qdisc del dev %s root 2>/dev/null", dev4);
+	return 0;
+}
+
+static bool kernel_has(const char *kind)
+{
+	/* tc as the oracle, on the peer so our device stays untouched */
+	int rc = sh("tc qdisc add dev mqt%db root handle 9: %s %s 2>/dev/null", getpid(), kind,
+		    strcmp(kind, "ets") == 0 ? "bands 2 strict 2" : "");
+
+	sh("tc qdisc del dev mqt%db root 2>/dev/null", getpid());
+	return rc == 0;
+}
+
+static void test_default_roots(void **state)
+{
+	struct qdisc_root r;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(qdisc_get_root(if1, &r, err, sizeof(err)), 0);
+	assert_true(r.is_default);
+	assert_int_equal(r.handle, 0);
+	assert_string_equal(r.kind, "noqueue"); /* veth */
+	assert_int_equal(r.num_tx_queues, 1);
+	assert_int_equal(qdisc_get_root(if4, &r, err, sizeof(err)), 0);
+	assert_true(r.is_default);
+	assert_int_equal(r.num_tx_queues, 4);
+	assert_int_equal(qdisc_get_root(999999, &r, err, sizeof(err)), -ENODEV);
+	assert_non_null(strstr(err, "999999"));
+}
+
+static void test_htb_install_remove(void **state)
+{
+	struct qdisc_spec s = {.ifindex = if1,
+			       .backend = MERCURY_BACKEND_HTB,
+			       .nbands = 4,
+			       .default_band = 3,
+			       .rate_bps = RATE};
+	char before[4096], after[4096], err[256], warn[256];
+	struct qdisc_root r;
+	bool hw = true;
+
+	(void)state;
+	tc_show(dev1, before, sizeof(before));
+	assert_int_equal(qdisc_install(&s, &hw, warn, sizeof(warn), err, sizeof(err)), 0);
+	assert_false(hw);
+	assert_string_equal(warn, "");
+	assert_int_equal(qdisc_get_root(if1, &r, err, sizeof(err)), 0);
+	assert_string_equal(r.kind, "htb");
+	assert_int_equal(r.handle, MERCURY_QDISC_HANDLE);
+	assert_false(r.is_default);
+	/* the tree as tc sees it: default leaf, parent at R, leaves by prio, pfifo each */
+	assert_int_equal(
+	    sh("tc qdisc show dev %s | grep -q 'qdisc htb 4d45: root .*default 0x13'", dev1), 0);
+	assert_int_equal(sh("tc class show dev %s | grep -q 'class htb 4d45:1 root .*rate 200Mbit "
+			    "ceil 200Mbit'",
+			    dev1),
+			 0);
+	for (unsigned b = 0; b < 4; b++)
+		assert_int_equal(sh("tc class show dev %s | grep -q 'class htb 4d45:%x parent "
+				    "4d45:1 leaf [0-9a-f]*: prio %u .*ceil 200Mbit'",
+				    dev1, 0x10 + b, b),
+				 0);
+	assert_int_equal(sh("test $(tc qdisc show dev %s | grep -c 'qdisc pfifo .* parent "
+			    "4d45:1[0-3] limit 1000p') -eq 4",
+			    dev1),
+			 0);
+	/* installing again is refused, touching nothing */
+	assert_int_equal(qdisc_install(&s, NULL, NULL, 0, err, sizeof(err)), -EEXIST);
+	assert_int_equal(qdisc_get_root(if1, &r, err, sizeof(err)), 0);
+	assert_string_equal(r.kind, "htb");
+
+	assert_int_equal(qdisc_remove(if1, MERCURY_QDISC_HANDLE, err, sizeof(err)), 0);
+	tc_show(dev1, after, sizeof(after));
+	assert_string_equal(before, after);
+	assert_int_equal(qdisc_remove(if1, MERCURY_QDISC_HANDLE, err, sizeof(err)), -ENOENT);
+	assert_non_null(strstr(err, "left alone"));
+}
+
+static void test_htb_needs_rate(void **state)
+{
+	struct qdisc_spec s = {
+	    .ifindex = if1, .backend = MERCURY_BACKEND_HTB, .nbands = 8, .default_band = 7};
+	char before[4096], after[4096], err[256];
+
+	(void)state;
+	tc_show(dev1, before, sizeof(before));
+	assert_int_equal(qdisc_install(&s, NULL, NULL, 0, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "htb needs --rate"));
+	/* more bands than htb has prios */
+	s.rate_bps = RATE;
+	s.nbands = 9;
+	assert_int_equal(qdisc_install(&s, NULL, NULL, 0, err, sizeof(err)), -EINVAL);
+	tc_show(dev1, after, sizeof(after));
+	assert_string_equal(before, after);
+}
+
+static void test_tbf_install_remove(void **state)
+{
+	struct qdisc_spec s = {.ifindex = if1,
+			       .backend = MERCURY_BACKEND_TBF,
+			       .nbands = 3,
+			       .default_band = 1,
+			       .rate_bps = RATE / 2};
+	char before[4096], after[4096], err[256];
+	struct qdisc_root r;
+
+	(void)state;
+	tc_show(dev1, before, sizeof(before));
+	assert_int_equal(qdisc_install(&s, NULL, NULL, 0, err, sizeof(err)), 0);
+	assert_int_equal(qdisc_get_root(if1, &r, err, sizeof(err)), 0);
+	assert_string_equal(r.kind, "tbf");
+	assert_int_equal(r.handle, MERCURY_QDISC_HANDLE);
+	assert_int_equal(
+	    sh("tc qdisc show dev %s | grep -q 'qdisc tbf 4d45: root .*rate 100Mbit'", dev1), 0);
+	assert_int_equal(
+	    sh("tc qdisc show dev %s | grep -q 'qdisc pfifo_fast 4d46: parent 4d45:1 bands 3'",
+	       dev1),
+	    0);
+	assert_int_equal(qdisc_remove(if1, 0, err, sizeof(err)), 0);
+	tc_show(dev1, after, sizeof(after));
+	assert_string_equal(before, after);
+
+	s.rate_bps = 0;
+	assert_int_equal(qdisc_install(&s, NULL, NULL, 0, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "tbf needs --rate"));
+	tc_show(dev1, after, sizeof(after));
+	assert_string_equal(before, after);
+}
+
+/* prio, ets, mqprio: 'not available' on a kernel without them, a working root otherwise. */
+static void check_strict_backend(enum mercury_backend b, int ifindex, const char *dev)
+{
+	const char *kind = backend_name(b);
+	struct qdisc_spec s = {.ifindex = ifindex, .backend = b, .nbands = 4, .default_band = 3};
+	char before[4096], after[4096], err[512], warn[512], want[160];
+	struct qdisc_root r;
+	bool hw = true;
+	int rc;
+
+	tc_show(dev, before, sizeof(before));
+	rc = qdisc_install(&s, &hw, warn, sizeof(warn), err, sizeof(err));
+	if (!kernel_has(kind)) {
+		print_message("   %s: not in this kernel: %s\n", kind, err);
+		assert_int_equal(rc, -EOPNOTSUPP);
+		snprintf(want, sizeof(want),
+			 "qdisc '%s' is not available in this kernel (sch_%s not built or loaded); "
+			 "use --qdisc htb --rate R or load sch_%s",
+			 kind, kind, kind);
+		assert_string_equal(err, want);
+		assert_false(hw);
+	} else {
+		assert_int_equal(rc, 0);
+		assert_int_equal(qdisc_get_root(ifindex, &r, err, sizeof(err)), 0);
+		assert_string_equal(r.kind, kind);
+		assert_int_equal(r.handle, MERCURY_QDISC_HANDLE);
+		if (b == MERCURY_BACKEND_MQPRIO) { /* veth cannot offload */
+			assert_false(hw);
+			assert_non_null(strstr(warn, "does not enforce priority"));
+		}
+		assert_int_equal(qdisc_remove(ifindex, 0, err, sizeof(err)), 0);
+	}
+	tc_show(dev, after, sizeof(after));
+	assert_string_equal(before, after);
+}
+
+static void test_prio(void **state)
+{
+	(void)state;
+	check_strict_backend(MERCURY_BACKEND_PRIO, if1, dev1);
+}
+
+static void test_ets(void **state)
+{
+	(void)state;
+	check_strict_backend(MERCURY_BACKEND_ETS, if1, dev1);
+}
+
+static void test_mqprio_multiqueue(void **state)
+{
+	(void)state;
+	check_strict_backend(MERCURY_BACKEND_MQPRIO, if4, dev4);
+}
+
+static void test_mqprio_queue_count(void **state)
+{
+	struct qdisc_spec s = {
+	    .ifindex = if1, .backend = MERCURY_BACKEND_MQPRIO, .nbands = 2, .default_band = 1};
+	char before[4096], after[4096], err[256];
+
+	(void)state;
+	tc_show(dev1, before, sizeof(before));
+	assert_int_equal(qdisc_install(&s, NULL, NULL, 0, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "has 1 tx queue"));
+	assert_non_null(strstr(err, dev1));
+	/* more bands than queues on the 4-queue device */
+	s.ifindex = if4;
+	s.nbands = 8;
+	s.default_band = 7;
+	assert_int_equal(qdisc_install(&s, NULL, NULL, 0, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "--bands 4"));
+	tc_show(dev1, after, sizeof(after));
+	assert_string_equal(before, after);
+}
+
+static void test_foreign_root_save_restore(void **state)
+{
+	struct qdisc_spec s = {.ifindex = if1,
+			       .backend = MERCURY_BACKEND_HTB,
+			       .nbands = 8,
+			       .default_band = 7,
+			       .rate_bps = RATE};
+	char dflt[4096], foreign[4096], now[4096], err[256];
+	uint8_t saved[MERCURY_SAVED_QDISC_MAX];
+	size_t len = 1;
+	struct qdisc_root r;
+
+	(void)state;
+	tc_show(dev1, dflt, sizeof(dflt));
+	/* the kernel default root needs no saving */
+	assert_int_equal(qdisc_save_root(if1, saved, sizeof(saved), &len, err, sizeof(err)), 0);
+	assert_int_equal(len, 0);
+
+	assert_int_equal(sh("tc qdisc add dev %s root handle 1: tbf rate 10mbit burst 32kbit "
+			    "latency 400ms",
+			    dev1),
+			 0);
+	tc_show(dev1, foreign, sizeof(foreign));
+	assert_int_equal(qdisc_get_root(if1, &r, err, sizeof(err)), 0);
+	assert_string_equal(r.kind, "tbf");
+	assert_int_equal(r.handle, 0x10000);
+	assert_false(r.is_default);
+
+	/* too small a buffer is an error, not a truncated copy */
+	assert_int_equal(qdisc_save_root(if1, saved, 16, &len, err, sizeof(err)), -ENOSPC);
+	assert_int_equal(qdisc_save_root(if1, saved, sizeof(saved), &len, err, sizeof(err)), 0);
+	assert_true(len > 20 && len <= sizeof(saved));
+
+	/* remove refuses a root that is not Mercury's */
+	assert_int_equal(qdisc_remove(if1, 0, err, sizeof(err)), -ENOENT);
+	tc_show(dev1, now, sizeof(now));
+	assert_string_equal(now, foreign);
+
+	assert_int_equal(qdisc_install(&s, NULL, NULL, 0, err, sizeof(err)), 0);
+	assert_int_equal(qdisc_get_root(if1, &r, err, sizeof(err)), 0);
+	assert_string_equal(r.kind, "htb");
+	assert_int_equal(qdisc_remove(if1, 0, err, sizeof(err)), 0);
+	tc_show(dev1, now, sizeof(now));
+	assert_string_equal(now, dflt);
+
+	assert_int_equal(qdisc_restore_root(if1, saved, len, err, sizeof(err)), 0);
+	tc_show(dev1, now, sizeof(now));
+	assert_string_equal(now, foreign);
+
+	/* garbage is refused */
+	assert_int_equal(qdisc_restore_root(if1, saved, len - 1, err, sizeof(err)), -EINVAL);
+}
+
+/* A failed install over a foreign root leaves that root exactly as it was. */
+static void test_failed_install_keeps_foreign_root(void **state)
+{
+	struct qdisc_spec s = {.ifindex = if1,
+			       .backend = MERCURY_BACKEND_TBF,
+			       .nbands = 3,
+			       .default_band = 1,
+			       .rate_bps = 1000};
+	char foreign[4096], now[4096], err[512];
+
+	(void)state;
+	assert_int_equal(sh("tc qdisc add dev %s root handle 7: tbf rate 20mbit burst 20kb "
+			    "latency 50ms",
+			    dev1),
+			 0);
+	tc_show(dev1, foreign, sizeof(foreign));
+	assert_int_equal(qdisc_install(&s, NULL, NULL, 0, err, sizeof(err)), -EINVAL);
+	tc_show(dev1, now, sizeof(now));
+	assert_string_equal(now, foreign);
+	if (!kernel_has("prio")) {
+		s.backend = MERCURY_BACKEND_PRIO;
+		s.nbands = 4;
+		s.default_band = 3;
+		assert_int_equal(qdisc_install(&s, NULL, NULL, 0, err, sizeof(err)), -EOPNOTSUPP);
+		tc_show(dev1, now, sizeof(now));
+		assert_string_equal(now, foreign);
+	}
+}
+
+static void test_auto(void **state)
+{
+	char before[4096], now[4096], why[1024];
+	enum mercury_backend b = MERCURY_BACKEND_MAX;
+	bool strict = kernel_has("prio") || kernel_has("ets");
+	int rc;
+
+	(void)state;
+	tc_show(dev1, before, sizeof(before));
+	assert_int_equal(qdisc_pick_auto(if1, RATE, &b, why, sizeof(why)), 0);
+	print_message("   auto with rate: %s\n", why);
+	tc_show(dev1, now, sizeof(now));
+	assert_string_equal(now, before);
+	if (strict) {
+		assert_true(b == MERCURY_BACKEND_PRIO || b == MERCURY_BACKEND_ETS);
+	} else {
+		assert_int_equal(b, MERCURY_BACKEND_HTB);
+		assert_non_null(strstr(why, "htb at 25000000 B/s (given)"));
+		assert_non_null(strstr(why, "mqprio: single tx queue"));
+		assert_non_null(strstr(why, "prio: not available"));
+	}
+
+	/* without a rate only the link speed can make htb possible */
+	rc = qdisc_pick_auto(if1, 0, &b, why, sizeof(why));
+	print_message("   auto without rate: %s\n", why);
+	if (!strict) {
+		if (rc == 0) {
+			assert_int_equal(b, MERCURY_BACKEND_HTB);
+			assert_non_null(strstr(why, "link speed"));
+		} else {
+			assert_int_equal(rc, -EOPNOTSUPP);
+			assert_non_null(strstr(why, "no --rate"));
+		}
+	}
+	tc_show(dev1, now, sizeof(now));
+	assert_string_equal(now, before);
+
+	/* a foreign root survives the trials */
+	assert_int_equal(sh("tc qdisc add dev %s root handle 3: tbf rate 5mbit burst 10kb "
+			    "latency 20ms",
+			    dev1),
+			 0);
+	tc_show(dev1, before, sizeof(before));
+	assert_int_equal(qdisc_pick_auto(if1, RATE, &b, why, sizeof(why)), 0);
+	tc_show(dev1, now, sizeof(now));
+	assert_string_equal(now, before);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_setup_teardown(test_default_roots, reset_roots, reset_roots),
+	    cmocka_unit_test_setup_teardown(test_htb_install_remove, reset_roots, reset_roots),
+	    cmocka_unit_test_setup_teardown(test_htb_needs_rate, reset_roots, reset_roots),
+	    cmocka_unit_test_setup_teardown(test_tbf_install_remove, reset_roots, reset_roots),
+	    cmocka_unit_test_setup_teardown(test_prio, reset_roots, reset_roots),
+	    cmocka_unit_test_setup_teardown(test_ets, reset_roots, reset_roots),
+	    cmocka_unit_test_setup_teardown(test_mqprio_multiqueue, reset_roots, reset_roots),
+	    cmocka_unit_test_setup_teardown(test_mqprio_queue_count, reset_roots, reset_roots),
+	    cmocka_unit_test_setup_teardown(test_foreign_root_save_restore, reset_roots,
+					    reset_roots),
+	    cmocka_unit_test_setup_teardown(test_failed_install_keeps_foreign_root, reset_roots,
+					    reset_roots),
+	    cmocka_unit_test_setup_teardown(test_auto, reset_roots, reset_roots),
+	};
+	int rc;
+
+	if (geteuid() != 0) {
+		fprintf(stderr, "test_qdisc: needs root (network namespaces); skipped\n");
+		return 77;
+	}
+	if (system("command -v ip >/dev/null && command -v tc >/dev/null") != 0) {
+		fprintf(stderr, "test_qdisc: needs ip and tc (iproute2); skipped\n");
+		return 77;
+	}
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	signal(SIGALRM, on_signal);
+	alarm(TIME_LIMIT_S);
+	atexit(remove_ns);
+	rc = cmocka_run_group_tests(tests, group_setup, group_teardown);
+	remove_ns();
+	return rc;
+}
