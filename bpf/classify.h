@@ -97,10 +97,8 @@ struct mercury_sock_view {
 /* Per-packet state between mercury_begin() and mercury_finish(). */
 struct mercury_classify_ctx {
 	const struct mercury_iface_cfg *cfg;
-	__u32 last_band;    /* nbands - 1, at most MERCURY_MAX_BANDS - 1 */
-	__u32 default_band; /* clamped to last_band */
-	__u32 outcome;	    /* enum mercury_outcome or MERCURY_NEEDS_SOCK */
-	__u32 seq;	    /* sequence number of the first payload byte */
+	__u32 outcome; /* enum mercury_outcome or MERCURY_NEEDS_SOCK */
+	__u32 seq;     /* sequence number of the first payload byte */
 };
 
 /*
@@ -218,13 +216,13 @@ static __always_inline __u32 mercury_parse(struct __sk_buff *skb, __u32 *seq)
 static __always_inline int mercury_find_level(const struct mercury_sock_tags *tags, __u64 off,
 					      __u32 *level)
 {
-	__u32 lo = 0, hi = tags->count;
+	__u64 lo = 0, hi = tags->count; /* 64-bit: no zero-extension per probe */
 
 	if (hi > MERCURY_RANGES_PER_SOCK)
 		hi = MERCURY_RANGES_PER_SOCK;
 #pragma unroll
 	for (int i = 0; i < MERCURY_RANGE_SEARCH_STEPS; i++) {
-		__u32 mid = (lo + hi) >> 1;
+		__u64 mid = (lo + hi) >> 1;
 		const struct mercury_range *r = &tags->ranges[mid & (MERCURY_RANGES_PER_SOCK - 1)];
 
 		if (lo >= hi)
@@ -241,11 +239,14 @@ static __always_inline int mercury_find_level(const struct mercury_sock_tags *ta
 	return 0;
 }
 
-/* Outcome and band for a TCP segment with payload, given its socket view. */
+/*
+ * Outcome for a TCP segment with payload, given its socket view; for TAGGED, *band gets the
+ * level's band (clamped by the caller, like every band).
+ */
 static __always_inline __u32 mercury_decide(const struct mercury_classify_ctx *c,
-					    const struct mercury_sock_view *v, __u32 *band)
+					    const struct mercury_sock_view *v, __u64 *band)
 {
-	__u32 level, b;
+	__u32 level;
 
 	if (!v->has_sock)
 		return MERCURY_OUT_NO_OFFSET;
@@ -256,46 +257,50 @@ static __always_inline __u32 mercury_decide(const struct mercury_classify_ctx *c
 		return MERCURY_OUT_TAG_MISS;
 	if (level >= MERCURY_MAX_LEVELS)
 		level = MERCURY_MAX_LEVELS - 1;
-	b = c->cfg->band_of_level[level & (MERCURY_MAX_LEVELS - 1)];
-	*band = b > c->last_band ? c->last_band : b;
+	*band = c->cfg->band_of_level[level & (MERCURY_MAX_LEVELS - 1)];
 	return MERCURY_OUT_TAGGED;
 }
 
 /* Looks up cfg and parses the headers; false: not configured, leave the packet alone. */
 static __always_inline bool mercury_begin(struct __sk_buff *skb, struct mercury_classify_ctx *c)
 {
-	__u32 zero = 0, nbands;
+	__u32 zero = 0;
 
 	c->cfg = bpf_map_lookup_elem(&cfg, &zero);
-	if (!c->cfg)
+	if (!c->cfg || !c->cfg->nbands)
 		return false;
-	nbands = c->cfg->nbands;
-	if (!nbands)
-		return false;
-	c->last_band = nbands > MERCURY_MAX_BANDS ? MERCURY_MAX_BANDS - 1 : nbands - 1;
-	c->default_band = c->cfg->default_band;
-	if (c->default_band > c->last_band)
-		c->default_band = c->last_band;
 	c->seq = 0;
 	c->outcome = mercury_parse(skb, &c->seq);
 	return true;
 }
 
-/* Decides, sets skb->priority and counts. v is only read when c->outcome needs a socket. */
+/*
+ * Decides, sets skb->priority and counts. v is only read when c->outcome needs a socket.
+ * Bands and limits are read from cfg here rather than carried through the search: fewer live
+ * registers, fewer spills.
+ */
 static __always_inline int mercury_finish(struct __sk_buff *skb, struct mercury_classify_ctx *c,
 					  const struct mercury_sock_view *v)
 {
-	__u32 zero = 0, outcome = c->outcome, band = c->default_band, len = skb->len;
+	const struct mercury_iface_cfg *conf = c->cfg;
 	struct mercury_sock_stats *ss = NULL;
+	__u64 outcome = c->outcome, band = conf->default_band, last, len;
 	struct mercury_stats *st;
+	__u32 zero = 0;
 
 	if (outcome == MERCURY_NEEDS_SOCK) {
 		outcome = mercury_decide(c, v, &band);
 		ss = v->sock_stats;
 	}
+	last = conf->nbands - 1; /* nbands >= 1: checked by mercury_begin() */
+	if (last > MERCURY_MAX_BANDS - 1)
+		last = MERCURY_MAX_BANDS - 1;
+	if (band > last)
+		band = last;
 	band &= MERCURY_MAX_BANDS - 1;
-	skb->priority = c->cfg->skb_priority[band];
+	skb->priority = conf->skb_priority[band];
 
+	len = skb->len;
 	st = bpf_map_lookup_elem(&stats, &zero);
 	if (st) {
 		/* per-CPU value: plain adds are safe */
