@@ -210,33 +210,33 @@ static __always_inline __u32 mercury_parse(struct __sk_buff *skb, __u32 *seq)
 }
 
 /*
- * Binary search of the socket's sorted, disjoint [start, end) ranges. count <= 32 needs at
- * most 6 probes (MERCURY_RANGE_SEARCH_STEPS); indices are masked for the verifier.
+ * Binary search of the socket's sorted, disjoint [start, end) ranges: find the last range
+ * starting at or before off, then check that off is before its end. Steps of 16, 8, 4, 2, 1
+ * entries from a pointer: constant load offsets, no index multiply, the same five probes for
+ * every offset (MERCURY_RANGE_SEARCH_STEPS - 1, plus the final check).
  */
+_Static_assert(1 << (MERCURY_RANGE_SEARCH_STEPS - 1) == MERCURY_RANGES_PER_SOCK,
+	       "the search's steps must cover the whole range table");
+
 static __always_inline int mercury_find_level(const struct mercury_sock_tags *tags, __u64 off,
 					      __u32 *level)
 {
-	__u64 lo = 0, hi = tags->count; /* 64-bit: no zero-extension per probe */
+	const struct mercury_range *r = tags->ranges;
+	__u64 n = tags->count, i = 0;
 
-	if (hi > MERCURY_RANGES_PER_SOCK)
-		hi = MERCURY_RANGES_PER_SOCK;
+	if (n > MERCURY_RANGES_PER_SOCK)
+		n = MERCURY_RANGES_PER_SOCK;
 #pragma unroll
-	for (int i = 0; i < MERCURY_RANGE_SEARCH_STEPS; i++) {
-		__u64 mid = (lo + hi) >> 1;
-		const struct mercury_range *r = &tags->ranges[mid & (MERCURY_RANGES_PER_SOCK - 1)];
-
-		if (lo >= hi)
-			return 0;
-		if (off < r->start) {
-			hi = mid;
-		} else if (off >= r->end) {
-			lo = mid + 1;
-		} else {
-			*level = r->level;
-			return 1;
+	for (int step = MERCURY_RANGES_PER_SOCK / 2; step > 0; step /= 2) {
+		if (i + step < n && r[step].start <= off) {
+			r += step;
+			i += step;
 		}
 	}
-	return 0;
+	if (!n || off < r->start || off >= r->end)
+		return 0;
+	*level = r->level;
+	return 1;
 }
 
 /*
