@@ -583,6 +583,8 @@ int qdisc_install(const struct qdisc_spec *spec, bool *mqprio_hw, char *warn, si
 	if (rc < 0)
 		return rc;
 	rc = ctx_install(&c, spec, false, &hw, warn, warnlen);
+	if (rc == 0 && err && errlen)
+		err[0] = '\0'; /* drop a failed hw-offload attempt's text */
 	if (mqprio_hw)
 		*mqprio_hw = rc == 0 && hw;
 	qdisc_ctx_close(&c);

@@ -111,8 +111,13 @@ static int group_setup(void **state)
 	    sh("ip -n %s link set %s up && ip -n %s link set mqt%dn up", ns, dev4, ns, getpid()) <
 		0)
 		return -1;
-	snprintf(path, sizeof(path), "/var/run/netns/%s", ns);
+	/* iproute2 keeps it under /run/netns (or /var/run/netns where that is not a link) */
+	snprintf(path, sizeof(path), "/run/netns/%s", ns);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		snprintf(path, sizeof(path), "/var/run/netns/%s", ns);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+	}
 	if (fd < 0 || setns(fd, CLONE_NEWNET) < 0)
 		return -1;
 	close(fd);
@@ -139,11 +144,14 @@ static int reset_roots(void **state)
 
 static bool kernel_has(const char *kind)
 {
-	/* tc as the oracle, on the peer so our device stays untouched */
-	int rc = sh("tc qdisc add dev mqt%db root handle 9: %s %s 2>/dev/null", getpid(), kind,
-		    strcmp(kind, "ets") == 0 ? "bands 2 strict 2" : "");
+	/* tc as the oracle, on the 4-queue peer so the devices under test stay untouched */
+	const char *opts = strcmp(kind, "ets") == 0	 ? "bands 2 strict 2"
+			   : strcmp(kind, "mqprio") == 0 ? "num_tc 2 map 0 1 queues 2@0 2@2 hw 0"
+							 : "";
+	int rc =
+	    sh("tc qdisc add dev mqt%dn root handle 9: %s %s 2>/dev/null", getpid(), kind, opts);
 
-	sh("tc qdisc del dev mqt%db root 2>/dev/null", getpid());
+	sh("tc qdisc del dev mqt%dn root 2>/dev/null", getpid());
 	return rc == 0;
 }
 
@@ -265,7 +273,8 @@ static void test_tbf_install_remove(void **state)
 }
 
 /* prio, ets, mqprio: 'not available' on a kernel without them, a working root otherwise. */
-static void check_strict_backend(enum mercury_backend b, int ifindex, const char *dev)
+static void check_strict_backend(enum mercury_backend b, int ifindex, const char *dev,
+				 const char *expect)
 {
 	const char *kind = backend_name(b);
 	struct qdisc_spec s = {.ifindex = ifindex, .backend = b, .nbands = 4, .default_band = 3};
@@ -293,7 +302,12 @@ static void check_strict_backend(enum mercury_backend b, int ifindex, const char
 		if (b == MERCURY_BACKEND_MQPRIO) { /* veth cannot offload */
 			assert_false(hw);
 			assert_non_null(strstr(warn, "does not enforce priority"));
+			assert_string_equal(err, "");
+		} else {
+			assert_string_equal(warn, "");
 		}
+		/* tc's view: 4 bands, every priority not steered by Mercury -> band 3 */
+		assert_int_equal(sh("tc qdisc show dev %s | grep -Eq '%s'", dev, expect), 0);
 		assert_int_equal(qdisc_remove(ifindex, 0, err, sizeof(err)), 0);
 	}
 	tc_show(dev, after, sizeof(after));
@@ -303,19 +317,22 @@ static void check_strict_backend(enum mercury_backend b, int ifindex, const char
 static void test_prio(void **state)
 {
 	(void)state;
-	check_strict_backend(MERCURY_BACKEND_PRIO, if1, dev1);
+	check_strict_backend(MERCURY_BACKEND_PRIO, if1, dev1,
+			     "qdisc prio 4d45: root .*bands 4 priomap( 3){16}");
 }
 
 static void test_ets(void **state)
 {
 	(void)state;
-	check_strict_backend(MERCURY_BACKEND_ETS, if1, dev1);
+	check_strict_backend(MERCURY_BACKEND_ETS, if1, dev1,
+			     "qdisc ets 4d45: root .*bands 4 strict 4 priomap( 3){16}");
 }
 
 static void test_mqprio_multiqueue(void **state)
 {
 	(void)state;
-	check_strict_backend(MERCURY_BACKEND_MQPRIO, if4, dev4);
+	check_strict_backend(MERCURY_BACKEND_MQPRIO, if4, dev4,
+			     "qdisc mqprio 4d45: root .*tc 4 map 0 1 2 3( 3){12}");
 }
 
 static void test_mqprio_queue_count(void **state)
@@ -456,6 +473,17 @@ static void test_auto(void **state)
 		}
 	}
 	tc_show(dev1, now, sizeof(now));
+	assert_string_equal(now, before);
+
+	/* multiqueue: mqprio is tried (offload or not available) before the rest */
+	tc_show(dev4, before, sizeof(before));
+	assert_int_equal(qdisc_pick_auto(if4, RATE, &b, why, sizeof(why)), 0);
+	print_message("   auto on 4 queues: %s\n", why);
+	assert_non_null(strstr(why, "mqprio: "));
+	assert_null(strstr(why, "single tx queue"));
+	assert_int_equal(b, strict ? b : MERCURY_BACKEND_HTB);
+	assert_true(b != MERCURY_BACKEND_MQPRIO); /* veth has no offload */
+	tc_show(dev4, now, sizeof(now));
 	assert_string_equal(now, before);
 
 	/* a foreign root survives the trials */
