@@ -11,7 +11,7 @@ report() {
 	printf '  %-28s flow 1: %6.1f Mbit/s   flow 2: %6.1f Mbit/s\n' "$1" \
 		"$(mean_mbit "$2.1" 2)" "$(mean_mbit "$2.2" 2)"
 }
-echo "Two iperf3 flows over a ${RATE_MBIT} Mbit/s bottleneck (veth in namespaces, cubic), ${SECS}s each:"
+echo "Two iperf3 flows over a ${RATE_MBIT} Mbit/s bottleneck (veth in namespaces, $TCP_CC), ${SECS}s each:"
 in_s tc qdisc add dev va root handle 1: tbf rate "${RATE_MBIT}mbit" burst 64k latency 50ms
 start_two_flows "$SECS" "$tmp/off"
 wait_flows

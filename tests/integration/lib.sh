@@ -10,6 +10,7 @@ PIN_ROOT=${PIN_ROOT:-/sys/fs/bpf/$PFX}
 NS_S=${PFX}s # sender: egress of its veth is the bottleneck
 NS_R=${PFX}r # receiver
 RATE_MBIT=${RATE_MBIT:-200}
+TCP_CC=${TCP_CC:-bbr}
 PIDS=()
 FAILS=0
 
@@ -48,7 +49,7 @@ check() { # description, command...
 finish() { [ "$FAILS" -eq 0 ] && { echo "all checks passed"; exit 0; }; echo "$FAILS check(s) failed"; exit 1; }
 
 # Two namespaces joined by veth: va (sender side, 10.77.0.1) <-> vb (10.77.0.2).
-# Congestion control is set explicitly: results must not depend on the host default.
+# Congestion control is set explicitly ($TCP_CC): results must not depend on the host default.
 setup_pair() {
 	local txq=${1:-1}
 	ip netns add "$NS_S" && ip netns add "$NS_R" || return 1
@@ -57,9 +58,10 @@ setup_pair() {
 	in_s ip addr add 10.77.0.1/24 dev va && in_s ip link set va up && in_s ip link set lo up
 	in_r ip addr add 10.77.0.2/24 dev vb && in_r ip link set vb up && in_r ip link set lo up
 	in_s ip addr add fd77::1/64 dev va nodad && in_r ip addr add fd77::2/64 dev vb nodad
-	in_s sysctl -qw net.ipv4.tcp_congestion_control=cubic
-	in_r sysctl -qw net.ipv4.tcp_congestion_control=cubic
-	echo "namespaces $NS_S/$NS_R, congestion control cubic"
+	# Only algorithms in tcp_allowed_congestion_control can be a netns default (here: reno bbr).
+	in_s sysctl -qw net.ipv4.tcp_congestion_control="$TCP_CC" &&
+		in_r sysctl -qw net.ipv4.tcp_congestion_control="$TCP_CC" || return 1
+	echo "namespaces $NS_S/$NS_R, congestion control $TCP_CC"
 }
 
 # pid and fd of the established TCP socket with local port $1 in the sender namespace.
