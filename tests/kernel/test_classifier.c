@@ -15,8 +15,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <time.h>
 #include <unistd.h>
 #include <arpa/inet.h>
+#include <net/if.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <linux/if_arp.h>
 #include <linux/if_ether.h>
 #include <linux/in.h>
@@ -872,6 +877,133 @@ static void test_production_program(void **state)
 	classifier_bpf__destroy(prod);
 }
 
+/* Brings lo up in the current (fresh) network namespace. */
+static void loopback_up(void)
+{
+	struct ifreq ifr = {0};
+	int fd = socket(AF_INET, SOCK_DGRAM, 0);
+
+	assert_true(fd >= 0);
+	strcpy(ifr.ifr_name, "lo");
+	assert_int_equal(ioctl(fd, SIOCGIFFLAGS, &ifr), 0);
+	ifr.ifr_flags |= IFF_UP;
+	assert_int_equal(ioctl(fd, SIOCSIFFLAGS, &ifr), 0);
+	close(fd);
+}
+
+/* A connected TCP pair over 127.0.0.1; *client is the actively opened end. */
+static void tcp_pair(int *client, int *server)
+{
+	struct sockaddr_in addr = {.sin_family = AF_INET,
+				   .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t alen = sizeof(addr);
+	int lfd = socket(AF_INET, SOCK_STREAM, 0);
+
+	assert_true(lfd >= 0);
+	assert_int_equal(bind(lfd, (struct sockaddr *)&addr, sizeof(addr)), 0);
+	assert_int_equal(getsockname(lfd, (struct sockaddr *)&addr, &alen), 0);
+	assert_int_equal(listen(lfd, 1), 0);
+	*client = socket(AF_INET, SOCK_STREAM, 0);
+	assert_true(*client >= 0);
+	assert_int_equal(connect(*client, (struct sockaddr *)&addr, sizeof(addr)), 0);
+	*server = accept(lfd, NULL, NULL);
+	assert_true(*server >= 0);
+	close(lfd);
+}
+
+/* Sends n bytes on fd and reads them all on peer, so every segment has left; 10 s at most. */
+static void send_and_drain(int fd, int peer, size_t n)
+{
+	static char buf[65536];
+	size_t sent = 0, got = 0;
+	time_t deadline = time(NULL) + 10;
+
+	while (got < n) {
+		ssize_t w, r;
+
+		if (time(NULL) > deadline)
+			fail_msg("only %zu of %zu bytes arrived within 10 s", got, n);
+		if (sent < n) {
+			w = send(fd, buf, n - sent < sizeof(buf) ? n - sent : sizeof(buf),
+				 MSG_DONTWAIT);
+			if (w > 0)
+				sent += (size_t)w;
+		}
+		r = recv(peer, buf, sizeof(buf), MSG_DONTWAIT);
+		if (r > 0)
+			got += (size_t)r;
+		else if (r == 0)
+			fail_msg("peer closed after %zu of %zu bytes", got, n);
+		else if (errno == EAGAIN)
+			usleep(100);
+	}
+}
+
+/*
+ * The production program on a real socket: in a private network namespace, attached at lo
+ * egress, with tags written for the client socket by fd as mercuryd does. The first payload
+ * byte of an actively opened socket has offset 1; bytes [1, 1 + TAGGED_BYTES) are level 2.
+ */
+static void test_production_real_socket(void **state)
+{
+	enum { TAGGED_BYTES = 200000, UNTAGGED_BYTES = 100000 };
+	DECLARE_LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = 1, .attach_point = BPF_TC_EGRESS);
+	DECLARE_LIBBPF_OPTS(bpf_tc_opts, tc, .handle = 1, .priority = 1);
+	struct mercury_sock_tags tags = {.count = 1, .ranges = {{1, 1 + TAGGED_BYTES, 2, 0}}};
+	struct mercury_iface_cfg cfg = cfg3();
+	struct mercury_stats s0, s1, s2;
+	struct mercury_sock_stats ss;
+	struct classifier_bpf *prod;
+	int client, server;
+
+	(void)state;
+	if (unshare(CLONE_NEWNET)) {
+		print_message("unshare(CLONE_NEWNET): %s; skipping the real-socket test\n",
+			      strerror(errno));
+		skip();
+	}
+	loopback_up();
+	prod = classifier_bpf__open_and_load();
+	assert_non_null(prod);
+	set_elem(prod->maps.cfg, &cfg);
+	assert_int_equal(bpf_tc_hook_create(&hook), 0);
+	tc.prog_fd = bpf_program__fd(prod->progs.mercury_egress);
+	assert_int_equal(bpf_tc_attach(&hook, &tc), 0);
+
+	tcp_pair(&client, &server);
+	assert_int_equal(
+	    bpf_map_update_elem(bpf_map__fd(prod->maps.sock_tags), &client, &tags, BPF_ANY), 0);
+	read_stats(prod->maps.stats, &s0);
+	send_and_drain(client, server, TAGGED_BYTES);
+	read_stats(prod->maps.stats, &s1);
+	send_and_drain(client, server, UNTAGGED_BYTES);
+	read_stats(prod->maps.stats, &s2);
+
+	/* tagged bytes went to band 2, none missed; the server's ACKs carry no payload */
+	assert_true(s1.outcome[MERCURY_OUT_TAGGED].packets >
+		    s0.outcome[MERCURY_OUT_TAGGED].packets);
+	assert_int_equal(s1.outcome[MERCURY_OUT_TAG_MISS].packets,
+			 s0.outcome[MERCURY_OUT_TAG_MISS].packets);
+	assert_true(s1.outcome[MERCURY_OUT_NO_PAYLOAD].packets >
+		    s0.outcome[MERCURY_OUT_NO_PAYLOAD].packets);
+	assert_true(s1.band[2].bytes - s0.band[2].bytes >= TAGGED_BYTES);
+	/* the bytes after the range miss and go to the default band */
+	assert_true(s2.outcome[MERCURY_OUT_TAG_MISS].packets >
+		    s1.outcome[MERCURY_OUT_TAG_MISS].packets);
+	assert_int_equal(s2.outcome[MERCURY_OUT_TAGGED].packets,
+			 s1.outcome[MERCURY_OUT_TAGGED].packets);
+	/* the untagged server socket never got sock_stats; the client's match the bands */
+	assert_int_equal(bpf_map_lookup_elem(bpf_map__fd(prod->maps.sock_stats), &client, &ss), 0);
+	assert_true(ss.bytes[2] >= TAGGED_BYTES && ss.bytes[1] >= UNTAGGED_BYTES);
+	assert_int_equal(ss.packets[0], 0);
+	assert_true(bpf_map_lookup_elem(bpf_map__fd(prod->maps.sock_stats), &server, &ss) < 0);
+
+	close(client);
+	close(server);
+	bpf_tc_hook_destroy(&hook); /* our own clsact in our own namespace */
+	classifier_bpf__destroy(prod);
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -904,6 +1036,7 @@ int main(void)
 	    cmocka_unit_test(test_table),
 	    cmocka_unit_test(test_full_table_every_range),
 	    cmocka_unit_test(test_production_program),
+	    cmocka_unit_test(test_production_real_socket),
 	};
 
 	if (geteuid() != 0) {
