@@ -17,7 +17,7 @@ expect_error() {
 		fail "$what: exit 0"
 	elif [ "$lines" -ne 1 ]; then
 		fail "$what: $lines lines of error: $out"
-	elif ! printf '%s' "$out" | grep -Eqi "$want"; then
+	elif ! printf '%s' "$out" | grep -Eqi -e "$want"; then
 		fail "$what: message '$out' lacks /$want/"
 	elif [ "$(snap)" != "$before" ]; then
 		fail "$what: state changed"
@@ -47,7 +47,8 @@ for q in prio ets mqprio; do
 	expect_error "backend $q missing in this kernel" "not available|queue" mercuryd_s attach va --qdisc "$q"
 done
 expect_error "mqprio on a single-queue device" "queue" mercuryd_s attach va --qdisc mqprio
-expect_error "pin root not on bpffs" "bpffs" in_s "$MERCURYD" --pin-root /tmp/$PFX-nobpffs/mercury attach va --qdisc htb --rate 1gbit
+mkdir -p /tmp/$PFX-nobpffs
+expect_error "pin root not on bpffs" "not on a bpffs mount" in_s "$MERCURYD" --pin-root /tmp/$PFX-nobpffs/mercury attach va --qdisc htb --rate 1gbit
 expect_error "not root" "root" in_s setpriv --reuid=65534 --regid=65534 --clear-groups "$MERCURYD" --pin-root "$PIN_ROOT" attach va --qdisc htb --rate 1gbit
 in_s tc qdisc replace dev va root handle 8001: tbf rate 50mbit burst 32k latency 40ms
 expect_error "conflicting root qdisc" "tbf 8001:.*--force" mercuryd_s attach va --qdisc htb --rate 1gbit
@@ -69,5 +70,6 @@ exec 9<>/dev/udp/127.0.0.1/9 2>/dev/null && {
 expect_error "tag: level out of range" "--level '16'" mercuryd_s tag --pid $$ --fd 0 --next 10 --level 16
 expect_error "tag: neither --next nor --offset" "either --next" mercuryd_s tag --pid $$ --fd 0 --level 1
 mercuryd_s detach va >/dev/null || fail "final detach"
+rmdir /tmp/$PFX-nobpffs
 check "no pins left" test ! -e "$PIN_ROOT"
 finish
