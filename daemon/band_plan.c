@@ -12,10 +12,11 @@ struct backend_info {
 	unsigned max_bands;
 };
 
-/* htb has 8 prios (TC_HTB_NUMPRIO): more leaves could not be strictly ordered. */
+/* htb has 8 prios (TC_HTB_NUMPRIO): more leaves could not be strictly ordered. mqprio reads
+ * 16 priority values and keeps 0 for the default band, leaving 15 for bands. */
 static const struct backend_info backends[MERCURY_BACKEND_MAX] = {
     [MERCURY_BACKEND_NONE] = {"auto", 0, 0, 0},
-    [MERCURY_BACKEND_MQPRIO] = {"mqprio", 8, 2, 16},
+    [MERCURY_BACKEND_MQPRIO] = {"mqprio", 8, 2, MERCURY_MQPRIO_MAX_BANDS},
     [MERCURY_BACKEND_PRIO] = {"prio", 8, 2, 16},
     [MERCURY_BACKEND_ETS] = {"ets", 8, 2, 16},
     [MERCURY_BACKEND_HTB] = {"htb", 8, 2, 8},
@@ -84,7 +85,7 @@ static uint32_t band_priority(enum mercury_backend b, uint32_t major, unsigned b
 {
 	switch (b) {
 	case MERCURY_BACKEND_MQPRIO:
-		return band;
+		return band + 1;
 	case MERCURY_BACKEND_PRIO:
 	case MERCURY_BACKEND_ETS:
 		return major | (band + 1);

@@ -12,7 +12,9 @@
  *          which sends all 16 values to the default band.
  *   tbf    tbf M: with a pfifo_fast child (M + 1): its fixed prio2band gives band 0 for
  *          priority 6, band 1 for 0, band 2 for 2.
- *   mqprio traffic class b takes skb->priority b (mqprio reads the low 4 bits).
+ *   mqprio traffic class b takes skb->priority b + 1 (mqprio reads the low 4 bits); its map
+ *          sends priority 0 and every value above nbands to the default band, so traffic
+ *          Mercury does not steer (priority 0) never lands in band 0. At most 15 bands.
  */
 #ifndef MERCURY_BAND_PLAN_H
 #define MERCURY_BAND_PLAN_H
@@ -26,6 +28,7 @@
 #define MERCURY_HTB_PARENT_MINOR 0x1u
 #define MERCURY_HTB_LEAF_MINOR0	 0x10u /* leaf of band b is minor 0x10 + b */
 #define MERCURY_TBF_BANDS	 3u
+#define MERCURY_MQPRIO_MAX_BANDS 15u
 
 /* "mqprio", "prio", "ets", "htb", "tbf"; "auto" for MERCURY_BACKEND_NONE; NULL if out of range. */
 const char *backend_name(enum mercury_backend b);

@@ -1,7 +1,8 @@
 /*
- * mqprio backend: one traffic class per band (num_tc = N <= tx queues), priority p -> TC p
- * for p < N, all other priorities -> the default band; the tx queues are split evenly and
- * in order between the TCs. Hardware offload (hw 1) is tried first: only a NIC that
+ * mqprio backend: one traffic class per band (num_tc = N <= tx queues), priority p -> TC p - 1
+ * for 1 <= p <= N, priority 0 and all others -> the default band (see band_plan.h: Mercury's
+ * band b is priority b + 1, so unsteered traffic stays out of band 0); the tx queues are split
+ * evenly and in order between the TCs. Hardware offload (hw 1) is tried first: only a NIC that
  * arbitrates its TCs enforces priority. Software mqprio (hw 0) merely separates queues.
  */
 #include "qdisc.h"
@@ -29,7 +30,7 @@ static int try_mqprio(struct qdisc_ctx *c, const struct qdisc_spec *s, int hw)
 	int rc;
 
 	for (unsigned p = 0; p <= TC_QOPT_BITMASK; p++)
-		map[p] = (uint8_t)(p < ntc ? p : s->default_band);
+		map[p] = (uint8_t)(p >= 1 && p <= ntc ? p - 1 : s->default_band);
 	for (unsigned tc = 0; tc < ntc; tc++) {
 		count[tc] = (uint16_t)(base + (tc < extra));
 		offset[tc] = (uint16_t)next;

@@ -7,7 +7,10 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <arpa/inet.h>
 #include <net/if.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sched.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -121,6 +124,21 @@ static int group_setup(void **state)
 	if (fd < 0 || setns(fd, CLONE_NEWNET) < 0)
 		return -1;
 	close(fd);
+	/* No IPv6 autoconfiguration chatter in the band counters. */
+	fd = open("/proc/sys/net/ipv6/conf/all/disable_ipv6", O_WRONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		if (write(fd, "1", 1) != 1)
+			fprintf(stderr, "test_qdisc: IPv6 stays on\n");
+		close(fd);
+	}
+	/* Packets to a permanent neighbour leave through the qdisc; the peer drops them. */
+	if (sh("ip addr add 10.77.0.1/24 dev %s && ip neigh add 10.77.0.2 lladdr "
+	       "02:00:00:00:77:02 dev %s nud permanent",
+	       dev1, dev1) < 0 ||
+	    sh("ip addr add 10.78.0.1/24 dev %s && ip neigh add 10.78.0.2 lladdr "
+	       "02:00:00:00:78:02 dev %s nud permanent",
+	       dev4, dev4) < 0)
+		return -1;
 	if1 = (int)if_nametoindex(dev1);
 	if4 = (int)if_nametoindex(dev4);
 	return if1 > 0 && if4 > 0 ? 0 : -1;
@@ -332,7 +350,99 @@ static void test_mqprio_multiqueue(void **state)
 {
 	(void)state;
 	check_strict_backend(MERCURY_BACKEND_MQPRIO, if4, dev4,
-			     "qdisc mqprio 4d45: root .*tc 4 map 0 1 2 3( 3){12}");
+			     "qdisc mqprio 4d45: root .*tc 4 map 3 0 1 2 3( 3){11}");
+}
+
+/* Sent packets of class `handle` on dev, from `tc -s class show`; -1 if not listed. */
+static long long class_packets(const char *dev, const char *handle)
+{
+	char cmd[128], line[512], kind[32], h[32];
+	long long pkts = -1, bytes;
+	bool in_class = false;
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd), "tc -s class show dev %s", dev);
+	p = popen(cmd, "r");
+	assert_non_null(p);
+	while (fgets(line, sizeof(line), p)) {
+		if (sscanf(line, "class %31s %31s", kind, h) == 2) {
+			in_class = strcmp(h, handle) == 0;
+			continue;
+		}
+		if (in_class && sscanf(line, " Sent %lld bytes %lld pkt", &bytes, &pkts) == 2)
+			in_class = false;
+	}
+	pclose(p);
+	return pkts;
+}
+
+static void send_udp(const char *dst, uint32_t priority, int count)
+{
+	struct sockaddr_in to = {.sin_family = AF_INET, .sin_port = htons(9)};
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+	assert_true(fd >= 0);
+	assert_int_equal(inet_pton(AF_INET, dst, &to.sin_addr), 1);
+	/* sk_priority becomes skb->priority: the same field Mercury's classifier writes */
+	assert_int_equal(setsockopt(fd, SOL_SOCKET, SO_PRIORITY, &priority, sizeof(priority)), 0);
+	for (int i = 0; i < count; i++)
+		assert_int_equal(sendto(fd, "mercury", 7, 0, (struct sockaddr *)&to, sizeof(to)),
+				 7);
+	close(fd);
+}
+
+/*
+ * The band plan against the kernel: a packet with skb->priority = skb_priority[b] must be
+ * counted in band b's class, and a packet with priority 0 (not steered) in the default band.
+ */
+static void steer_check(enum mercury_backend b, int ifindex, const char *dev, const char *dst)
+{
+	struct qdisc_spec s = {
+	    .ifindex = ifindex, .backend = b, .nbands = 4, .default_band = 2, .rate_bps = RATE};
+	struct mercury_iface_cfg cfg;
+	char err[512], handle[32];
+	long long want[4], got[4];
+
+	if (b != MERCURY_BACKEND_HTB && !kernel_has(backend_name(b))) {
+		print_message("   %s: not in this kernel, not steered\n", backend_name(b));
+		return;
+	}
+	assert_int_equal(band_plan(b, 4, 2, 0, &cfg, err, sizeof(err)), 0);
+	assert_int_equal(qdisc_install(&s, NULL, NULL, 0, err, sizeof(err)), 0);
+	for (unsigned band = 0; band < 4; band++) {
+		send_udp(dst, cfg.skb_priority[band], (int)(2 + band));
+		want[band] = 2 + band + (band == 2 ? 5 : 0);
+	}
+	send_udp(dst, 0, 5);
+	for (int tries = 0; tries < 50; tries++) { /* bounded: 50 x 20 ms */
+		bool all = true;
+
+		for (unsigned band = 0; band < 4; band++) {
+			/* htb leaf minor 0x10 + b; prio/ets band and mqprio queue b: minor b + 1 */
+			unsigned minor = b == MERCURY_BACKEND_HTB ? 0x10 + band : band + 1;
+
+			snprintf(handle, sizeof(handle), "4d45:%x", minor);
+			got[band] = class_packets(dev, handle);
+			all = all && got[band] == want[band];
+		}
+		if (all)
+			break;
+		usleep(20000);
+	}
+	print_message("   %s: packets per band %lld %lld %lld %lld\n", backend_name(b), got[0],
+		      got[1], got[2], got[3]);
+	for (unsigned band = 0; band < 4; band++)
+		assert_int_equal(got[band], want[band]);
+	assert_int_equal(qdisc_remove(ifindex, 0, err, sizeof(err)), 0);
+}
+
+static void test_band_steering(void **state)
+{
+	(void)state;
+	steer_check(MERCURY_BACKEND_HTB, if1, dev1, "10.77.0.2");
+	steer_check(MERCURY_BACKEND_PRIO, if1, dev1, "10.77.0.2");
+	steer_check(MERCURY_BACKEND_ETS, if1, dev1, "10.77.0.2");
+	steer_check(MERCURY_BACKEND_MQPRIO, if4, dev4, "10.78.0.2");
 }
 
 static void test_mqprio_queue_count(void **state)
@@ -508,6 +618,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_ets, reset_roots, reset_roots),
 	    cmocka_unit_test_setup_teardown(test_mqprio_multiqueue, reset_roots, reset_roots),
 	    cmocka_unit_test_setup_teardown(test_mqprio_queue_count, reset_roots, reset_roots),
+	    cmocka_unit_test_setup_teardown(test_band_steering, reset_roots, reset_roots),
 	    cmocka_unit_test_setup_teardown(test_foreign_root_save_restore, reset_roots,
 					    reset_roots),
 	    cmocka_unit_test_setup_teardown(test_failed_install_keeps_foreign_root, reset_roots,

@@ -60,7 +60,8 @@ static void test_band_counts(void **state)
 	assert_int_equal(backend_max_bands(MERCURY_BACKEND_HTB), 8); /* TC_HTB_NUMPRIO */
 	assert_int_equal(backend_max_bands(MERCURY_BACKEND_PRIO), 16);
 	assert_int_equal(backend_max_bands(MERCURY_BACKEND_ETS), 16);
-	assert_int_equal(backend_max_bands(MERCURY_BACKEND_MQPRIO), 16);
+	assert_int_equal(backend_max_bands(MERCURY_BACKEND_MQPRIO),
+			 15); /* priority 0 stays default */
 	assert_int_equal(backend_default_bands(MERCURY_BACKEND_NONE), 0);
 	assert_int_equal(backend_max_bands(MERCURY_BACKEND_MAX), 0);
 	for (size_t i = 0; i < NALL; i++) {
@@ -186,8 +187,14 @@ static void test_mqprio_table(void **state)
 	(void)state;
 	assert_int_equal(band_plan(MERCURY_BACKEND_MQPRIO, 4, 3, 0, &cfg, err, sizeof(err)), 0);
 	check_common(&cfg, 4, 3);
+	/* band b = priority b + 1; 0 (unsteered traffic) is left to the default band */
 	for (unsigned b = 0; b < 4; b++)
-		assert_int_equal(cfg.skb_priority[b], b); /* mqprio maps priority p -> TC p */
+		assert_int_equal(cfg.skb_priority[b], b + 1);
+	assert_int_equal(band_plan(MERCURY_BACKEND_MQPRIO, 15, 14, 0, &cfg, err, sizeof(err)), 0);
+	for (unsigned b = 0; b < 15; b++) {
+		assert_int_not_equal(cfg.skb_priority[b] & 15, 0);
+		assert_true(cfg.skb_priority[b] < 16);
+	}
 	assert_int_equal(band_plan_fit_bands(MERCURY_BACKEND_MQPRIO, 8, 4), 4);
 	assert_int_equal(band_plan_fit_bands(MERCURY_BACKEND_MQPRIO, 8, 16), 8);
 	assert_int_equal(band_plan_fit_bands(MERCURY_BACKEND_PRIO, 8, 1), 8);
