@@ -168,8 +168,13 @@ int tag_args_parse(int argc, char **argv, struct tag_args *a, char *err, size_t 
 	a->fd = -1;
 	optind = 0;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
-		const char *name = argv[optind - 1];
+	int idx = 0;
+
+	while ((c = getopt_long(argc, argv, ":h", opts, &idx)) != -1) {
+		/* The option's own name: argv[optind - 1] may be its value by now. */
+		char name[16];
+
+		snprintf(name, sizeof(name), "--%s", opts[idx].name);
 
 		switch (c) {
 		case 'p':
@@ -222,10 +227,11 @@ int tag_args_parse(int argc, char **argv, struct tag_args *a, char *err, size_t 
 			a->help = true;
 			return 0;
 		case ':':
-			snprintf(err, errlen, "option '%s' needs a value", name);
+			snprintf(err, errlen, "option '%s' needs a value", argv[optind - 1]);
 			return -EINVAL;
 		default:
-			snprintf(err, errlen, "unknown option '%s'; see mercuryd tag --help", name);
+			snprintf(err, errlen, "unknown option '%s'; see mercuryd tag --help",
+				 argv[optind - 1]);
 			return -EINVAL;
 		}
 	}

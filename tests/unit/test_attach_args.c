@@ -1,0 +1,170 @@
+/* Argument parsing of attach and tag: accepted forms, and the message for each bad one. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "attach_args.h"
+
+#define ARGV(...) (char *[]){__VA_ARGS__, NULL}
+#define ARGC(v)   ((int)(sizeof(v) / sizeof(char *)) - 1)
+
+static int parse_attach(char **argv, int argc, struct attach_args *a, char *err)
+{
+	return attach_args_parse(argc, argv, a, err, 256);
+}
+
+static void test_rates(void **state)
+{
+	uint64_t r;
+
+	(void)state;
+	assert_int_equal(parse_rate("200mbit", &r), 0);
+	assert_int_equal(r, 25000000);
+	assert_int_equal(parse_rate("10Gbit", &r), 0);
+	assert_int_equal(r, 1250000000);
+	assert_int_equal(parse_rate("125mbps", &r), 0); /* bytes */
+	assert_int_equal(r, 125000000);
+	assert_int_equal(parse_rate("8000", &r), 0); /* bare: bit/s */
+	assert_int_equal(r, 1000);
+	assert_int_equal(parse_rate("1.5gbit", &r), 0);
+	assert_int_equal(r, 187500000);
+	assert_int_equal(parse_rate("fast", &r), -EINVAL);
+	assert_int_equal(parse_rate("-5mbit", &r), -EINVAL);
+	assert_int_equal(parse_rate("0", &r), -EINVAL);
+	assert_int_equal(parse_rate("5 mbit", &r), -EINVAL);
+	assert_int_equal(parse_rate("", &r), -EINVAL);
+}
+
+static void test_attach_full(void **state)
+{
+	char **v = ARGV("attach", "eth0", "--qdisc", "htb", "--bands", "4", "--rate", "1gbit",
+			"--default-band", "2", "--hook", "clsact", "--force");
+	struct attach_args a;
+	char err[256] = "";
+
+	(void)state;
+	assert_int_equal(parse_attach(v, 13, &a, err), 0);
+	assert_string_equal(a.iface, "eth0");
+	assert_int_equal(a.backend, MERCURY_BACKEND_HTB);
+	assert_int_equal(a.bands, 4);
+	assert_int_equal(a.rate_bps, 125000000);
+	assert_int_equal(a.default_band, 2);
+	assert_int_equal(a.hook, MERCURY_HOOK_CLSACT);
+	assert_true(a.force);
+}
+
+static void test_attach_defaults(void **state)
+{
+	char **v = ARGV("attach", "veth0");
+	struct attach_args a;
+	char err[256] = "";
+
+	(void)state;
+	assert_int_equal(parse_attach(v, 2, &a, err), 0);
+	assert_int_equal(a.backend, MERCURY_BACKEND_NONE); /* auto */
+	assert_int_equal(a.bands, 0);
+	assert_int_equal(a.default_band, -1);
+	assert_int_equal(a.hook, MERCURY_HOOK_NONE);
+	assert_false(a.force);
+}
+
+static void expect_attach_error(char **argv, int argc, const char *needle)
+{
+	struct attach_args a;
+	char err[256] = "";
+
+	assert_int_equal(parse_attach(argv, argc, &a, err), -EINVAL);
+	if (!strstr(err, needle))
+		fail_msg("error '%s' lacks '%s'", err, needle);
+}
+
+static void test_attach_errors(void **state)
+{
+	(void)state;
+	expect_attach_error(ARGV("attach"), 1, "needs an interface");
+	expect_attach_error(ARGV("attach", "a", "b"), 3, "extra 'b'");
+	expect_attach_error(ARGV("attach", "a", "--qdisc", "fq"), 4, "unknown qdisc 'fq'");
+	expect_attach_error(ARGV("attach", "a", "--bands", "1"), 4, "from 2 to 16");
+	expect_attach_error(ARGV("attach", "a", "--bands", "17"), 4, "from 2 to 16");
+	expect_attach_error(ARGV("attach", "a", "--bands", "4x"), 4, "from 2 to 16");
+	expect_attach_error(ARGV("attach", "a", "--rate", "x"), 4, "--rate 'x'");
+	expect_attach_error(ARGV("attach", "a", "--bands", "4", "--default-band", "4"), 6,
+			    "not below --bands 4");
+	expect_attach_error(ARGV("attach", "a", "--hook", "xdp"), 4, "--hook 'xdp'");
+	expect_attach_error(ARGV("attach", "a", "--rate"), 3, "needs a value");
+	expect_attach_error(ARGV("attach", "a", "--nope"), 3, "unknown option '--nope'");
+}
+
+static void test_tag(void **state)
+{
+	struct tag_args t;
+	char err[256] = "";
+
+	(void)state;
+	assert_int_equal(tag_args_parse(8, ARGV("tag", "--pid", "12", "--fd", "3", "--next", "100",
+						"--level", "0"),
+					&t, err, sizeof(err)),
+			 -EINVAL); /* argc 8 leaves "0" out: --level needs a value */
+	assert_int_equal(tag_args_parse(9, ARGV("tag", "--pid", "12", "--fd", "3", "--next", "100",
+						"--level", "0"),
+					&t, err, sizeof(err)),
+			 0);
+	assert_int_equal(t.pid, 12);
+	assert_int_equal(t.fd, 3);
+	assert_true(t.have_next);
+	assert_int_equal(t.next, 100);
+	assert_int_equal(t.level, 0);
+	assert_int_equal(tag_args_parse(11, ARGV("tag", "--pid", "1", "--fd", "3", "--offset", "0",
+						 "--len", "5", "--level", "15"),
+					&t, err, sizeof(err)),
+			 0);
+	assert_true(t.have_offset && t.have_len);
+	assert_int_equal(tag_args_parse(6, ARGV("tag", "--pid", "1", "--fd", "3", "--show"), &t,
+					err, sizeof(err)),
+			 0);
+	assert_true(t.show);
+}
+
+static void expect_tag_error(char **argv, int argc, const char *needle)
+{
+	struct tag_args t;
+	char err[256] = "";
+
+	assert_int_equal(tag_args_parse(argc, argv, &t, err, sizeof(err)), -EINVAL);
+	if (!strstr(err, needle))
+		fail_msg("error '%s' lacks '%s'", err, needle);
+}
+
+static void test_tag_errors(void **state)
+{
+	(void)state;
+	expect_tag_error(ARGV("tag", "--next", "5", "--level", "1"), 5, "--pid and --fd");
+	expect_tag_error(ARGV("tag", "--pid", "1", "--fd", "3", "--level", "1"), 7, "either --next");
+	expect_tag_error(ARGV("tag", "--pid", "1", "--fd", "3", "--next", "5", "--offset", "0",
+			      "--len", "3", "--level", "1"),
+			 13, "either --next");
+	expect_tag_error(ARGV("tag", "--pid", "1", "--fd", "3", "--offset", "0", "--level", "1"), 9,
+			 "either --next");
+	expect_tag_error(ARGV("tag", "--pid", "1", "--fd", "3", "--next", "0", "--level", "1"), 9,
+			 "above 0");
+	expect_tag_error(ARGV("tag", "--pid", "1", "--fd", "3", "--next", "5"), 7, "--level");
+	expect_tag_error(ARGV("tag", "--pid", "1", "--fd", "3", "--next", "5", "--level", "16"), 9,
+			 "--level '16'");
+	expect_tag_error(ARGV("tag", "--pid", "-1", "--fd", "3"), 5, "--pid '-1'");
+	expect_tag_error(ARGV("tag", "--pid", "1", "--fd", "3", "--show", "--clear"), 7,
+			 "--show and --clear");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_rates),          cmocka_unit_test(test_attach_full),
+		cmocka_unit_test(test_attach_defaults), cmocka_unit_test(test_attach_errors),
+		cmocka_unit_test(test_tag),            cmocka_unit_test(test_tag_errors),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
