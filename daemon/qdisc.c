@@ -551,12 +551,13 @@ static int ctx_install(struct qdisc_ctx *c, const struct qdisc_spec *spec, bool 
 	if (rc < 0)
 		return rc;
 	if (h && root.handle == s.handle) {
+		/* Mercury's own root (a crash leftover or a re-attach): the kernel cannot
+		 * replace a qdisc by one of another kind under the same handle, so it goes. */
 		free(h);
-		snprintf(
-		    c->err, c->errlen,
-		    "%s already has a root qdisc with Mercury's handle %x: ('%s'); detach first",
-		    c->ifname, s.handle >> 16, root.kind);
-		return -EEXIST;
+		h = NULL;
+		rc = ctx_delete_root(c, s.handle);
+		if (rc < 0)
+			return rc;
 	}
 	if (h && !root.is_default)
 		rc = strip_root(c, h, saved, sizeof(saved), &saved_len);
@@ -675,9 +676,10 @@ int qdisc_pick_auto(int ifindex, uint64_t rate_bps, enum mercury_backend *out, c
 		return rc;
 	rc = ctx_root(&c, &root, &h);
 	if (rc == 0 && root.handle == MERCURY_QDISC_HANDLE) {
-		snprintf(why, whylen, "%s already has Mercury's root qdisc '%s'; detach first",
-			 c.ifname, root.kind);
-		rc = -EBUSY;
+		/* A leftover of Mercury's (the caller checked its attach record): drop it. */
+		free(h);
+		h = NULL;
+		rc = ctx_delete_root(&c, MERCURY_QDISC_HANDLE);
 	}
 	/* Trials replace the root: keep a foreign one to put back after each. */
 	if (rc == 0 && h && !root.is_default)

@@ -57,7 +57,8 @@ struct qdisc_spec {
 /*
  * Replaces the root with the backend's tree. On failure it deletes what it created and puts
  * the previous root back (a foreign root is saved and restored internally), so the device is
- * as before. -EEXIST if the root already has spec->handle (qdisc_remove() it first).
+ * as before. A root that already has spec->handle is taken as Mercury's own (a crash
+ * leftover, a re-attach) and deleted first: check the attach record before calling.
  * -EOPNOTSUPP when the kernel lacks the qdisc ("qdisc 'prio' is not available ...").
  * mqprio: *mqprio_hw tells whether the NIC took the offload; without it warn explains that
  * software mqprio separates queues but does not enforce priority. warn is "" otherwise.
@@ -76,8 +77,9 @@ int qdisc_remove(int ifindex, uint32_t handle, char *err, size_t errlen);
  * Chooses a backend by trying each candidate on the device (install, then remove): mqprio
  * with hardware offload (multiqueue devices only), prio, ets, then, when a rate is known
  * (rate_bps, else qdisc_link_rate()), htb, then tbf. The device ends as it was (a foreign
- * root is saved and put back). *out is the choice; why says what was chosen and why the
- * others were not. -EBUSY if Mercury's root is installed; -EOPNOTSUPP if nothing fits.
+ * root is saved and put back; a root with Mercury's handle is deleted as a leftover). *out is
+ * the choice; why says what was chosen and why the others were not. -EOPNOTSUPP if nothing
+ * fits.
  * For htb/tbf chosen without rate_bps, install with qdisc_link_rate()'s rate.
  */
 int qdisc_pick_auto(int ifindex, uint64_t rate_bps, enum mercury_backend *out, char *why,

@@ -227,10 +227,20 @@ static void test_htb_install_remove(void **state)
 			    "4d45:1[0-3] limit 1000p') -eq 4",
 			    dev1),
 			 0);
-	/* installing again is refused, touching nothing */
-	assert_int_equal(qdisc_install(&s, NULL, NULL, 0, err, sizeof(err)), -EEXIST);
+	/* a leftover Mercury root is replaced, by another kind too */
+	s.backend = MERCURY_BACKEND_TBF;
+	s.nbands = 3;
+	s.default_band = 1;
+	assert_int_equal(qdisc_install(&s, NULL, NULL, 0, err, sizeof(err)), 0);
 	assert_int_equal(qdisc_get_root(if1, &r, err, sizeof(err)), 0);
-	assert_string_equal(r.kind, "htb");
+	assert_string_equal(r.kind, "tbf");
+	assert_int_equal(sh("tc class show dev %s | grep -q htb", dev1), -1);
+	s.backend = MERCURY_BACKEND_HTB;
+	s.nbands = 4;
+	s.default_band = 3;
+	assert_int_equal(qdisc_install(&s, NULL, NULL, 0, err, sizeof(err)), 0);
+	assert_int_equal(
+	    sh("test $(tc class show dev %s | grep -c 'class htb 4d45:1[0-3] ') -eq 4", dev1), 0);
 
 	assert_int_equal(qdisc_remove(if1, MERCURY_QDISC_HANDLE, err, sizeof(err)), 0);
 	tc_show(dev1, after, sizeof(after));
@@ -595,6 +605,24 @@ static void test_auto(void **state)
 	assert_true(b != MERCURY_BACKEND_MQPRIO); /* veth has no offload */
 	tc_show(dev4, now, sizeof(now));
 	assert_string_equal(now, before);
+
+	/* a leftover Mercury root does not stop the trials; it is gone afterwards */
+	{
+		struct qdisc_spec s = {.ifindex = if1,
+				       .backend = MERCURY_BACKEND_HTB,
+				       .nbands = 2,
+				       .default_band = 1,
+				       .rate_bps = RATE};
+		struct qdisc_root r;
+
+		tc_show(dev1, before, sizeof(before));
+		assert_int_equal(qdisc_install(&s, NULL, NULL, 0, why, sizeof(why)), 0);
+		assert_int_equal(qdisc_pick_auto(if1, RATE, &b, why, sizeof(why)), 0);
+		assert_int_equal(qdisc_get_root(if1, &r, why, sizeof(why)), 0);
+		assert_true(r.is_default);
+		tc_show(dev1, now, sizeof(now));
+		assert_string_equal(now, before);
+	}
 
 	/* a foreign root survives the trials */
 	assert_int_equal(sh("tc qdisc add dev %s root handle 3: tbf rate 5mbit burst 10kb "
