@@ -24,17 +24,18 @@
 
 static void attach_usage(void)
 {
-	printf("Usage: mercuryd attach <iface> [--qdisc auto|mqprio|prio|ets|htb|tbf] [--bands N]\n"
-	       "                       [--rate R] [--default-band B] [--hook auto|tcx|clsact] "
-	       "[--force]\n\n"
-	       "Installs a strict-priority root qdisc and the Mercury classifier at TC egress.\n"
-	       "  --qdisc       backend (default auto: mqprio with NIC offload, prio, ets, htb, tbf)\n"
-	       "  --bands       number of priority bands (default 8; tbf+pfifo_fast has 3)\n"
-	       "  --rate        bottleneck rate for htb and tbf, e.g. 200mbit, 10gbit\n"
-	       "  --default-band band of untagged traffic (default: the last, least urgent)\n"
-	       "  --hook        tcx (kernel >= 6.6), clsact, or auto (tcx, else clsact)\n"
-	       "  --force       replace a root qdisc Mercury did not create (detach restores it),\n"
-	       "                or re-attach with other settings\n");
+	printf(
+	    "Usage: mercuryd attach <iface> [--qdisc auto|mqprio|prio|ets|htb|tbf] [--bands N]\n"
+	    "                       [--rate R] [--default-band B] [--hook auto|tcx|clsact] "
+	    "[--force]\n\n"
+	    "Installs a strict-priority root qdisc and the Mercury classifier at TC egress.\n"
+	    "  --qdisc       backend (default auto: mqprio with NIC offload, prio, ets, htb, tbf)\n"
+	    "  --bands       number of priority bands (default 8; tbf+pfifo_fast has 3)\n"
+	    "  --rate        bottleneck rate for htb and tbf, e.g. 200mbit, 10gbit\n"
+	    "  --default-band band of untagged traffic (default: the last, least urgent)\n"
+	    "  --hook        tcx (kernel >= 6.6), clsact, or auto (tcx, else clsact)\n"
+	    "  --force       replace a root qdisc Mercury did not create (detach restores it),\n"
+	    "                or re-attach with other settings\n");
 }
 
 /* Does the existing attach already give what was asked? Unset arguments match anything. */
@@ -55,8 +56,8 @@ static const char *hook_name(__u32 hook)
 }
 
 static void print_attached(const struct cli_ctx *ctx, const char *iface,
-			   const struct mercury_attach_state *st, const char *how,
-			   const char *warn, const char *why)
+			   const struct mercury_attach_state *st, const char *how, const char *warn,
+			   const char *why)
 {
 	char dir[PATH_MAX];
 
@@ -124,8 +125,8 @@ fail:
 	return -errno;
 }
 
-static int root_qdisc_conflict(const struct cli_ctx *ctx, const struct attach_args *a,
-			       int ifindex, struct mercury_attach_state *st, char *err,
+static int root_qdisc_conflict(const struct cli_ctx *ctx, const struct attach_args *a, int ifindex,
+			       struct mercury_attach_state *st, unsigned *num_tx_queues, char *err,
 			       size_t errlen)
 {
 	struct qdisc_root root;
@@ -134,6 +135,7 @@ static int root_qdisc_conflict(const struct cli_ctx *ctx, const struct attach_ar
 
 	if (r)
 		return r;
+	*num_tx_queues = root.num_tx_queues;
 	/* A root with Mercury's handle but no attach record is a leftover of a crash. */
 	if (root.is_default || root.handle == MERCURY_QDISC_HANDLE)
 		return 0;
@@ -144,8 +146,7 @@ static int root_qdisc_conflict(const struct cli_ctx *ctx, const struct attach_ar
 			 a->iface, root.kind, root.handle >> 16, a->iface);
 		return -EBUSY;
 	}
-	r = qdisc_save_root(ifindex, st->saved_qdisc, sizeof(st->saved_qdisc), &len, err,
-			    errlen);
+	r = qdisc_save_root(ifindex, st->saved_qdisc, sizeof(st->saved_qdisc), &len, err, errlen);
 	if (r)
 		return r;
 	st->saved_qdisc_len = (__u32)len;
@@ -156,7 +157,7 @@ static int root_qdisc_conflict(const struct cli_ctx *ctx, const struct attach_ar
 
 int do_attach(const struct cli_ctx *ctx, int argc, char **argv)
 {
-	char err[512] = "", warn[256] = "", why[256] = "", link_pin[PATH_MAX];
+	char err[512] = "", warn[256] = "", why[512] = "", link_pin[PATH_MAX];
 	struct mercury_attach_state st = {0}, old;
 	struct mercury_iface_cfg cfg = {0};
 	struct classifier_bpf *skel = NULL;
@@ -166,6 +167,7 @@ int do_attach(const struct cli_ctx *ctx, int argc, char **argv)
 	bool qdisc_done = false, hook_done = false, pinning = false;
 	__u32 key = 0;
 	bool mqprio_hw = false;
+	unsigned num_tx_queues = 1;
 
 	if (attach_args_parse(argc, argv, &a, err, sizeof(err))) {
 		cli_error(ctx, "attach: %s", err);
@@ -217,25 +219,36 @@ int do_attach(const struct cli_ctx *ctx, int argc, char **argv)
 			goto out;
 		}
 	} else if (r != -ENOENT) {
-		cli_error(ctx, "attach %s: unreadable attach record under %s (%s); detach it", a.iface,
-			  ctx->pin_root, strerror(-r));
+		cli_error(ctx, "attach %s: unreadable attach record under %s (%s); detach it",
+			  a.iface, ctx->pin_root, strerror(-r));
 		goto out;
 	}
 
-	if (root_qdisc_conflict(ctx, &a, ifindex, &st, err, sizeof(err))) {
+	if (root_qdisc_conflict(ctx, &a, ifindex, &st, &num_tx_queues, err, sizeof(err))) {
 		cli_error(ctx, "attach: %s", err);
 		goto out;
 	}
 	st.backend = a.backend;
+	st.rate_bps = a.rate_bps;
 	if (st.backend == MERCURY_BACKEND_NONE &&
 	    qdisc_pick_auto(ifindex, a.rate_bps, (enum mercury_backend *)&st.backend, why,
 			    sizeof(why))) {
 		cli_error(ctx, "attach %s: --qdisc auto found no usable backend: %s", a.iface, why);
 		goto out;
 	}
+	if (st.rate_bps == 0 &&
+	    (st.backend == MERCURY_BACKEND_HTB || st.backend == MERCURY_BACKEND_TBF) &&
+	    a.backend == MERCURY_BACKEND_NONE) {
+		/* auto chose a shaper without --rate: shape at the link's speed */
+		uint64_t link_rate = 0;
+
+		if (qdisc_link_rate(ifindex, &link_rate) == 0)
+			st.rate_bps = link_rate;
+	}
 	st.nbands = a.bands ? a.bands : backend_default_bands(st.backend);
+	if (!a.bands) /* mqprio: no more bands than TX queues */
+		st.nbands = band_plan_fit_bands(st.backend, st.nbands, num_tx_queues);
 	st.default_band = a.default_band >= 0 ? (unsigned)a.default_band : st.nbands - 1;
-	st.rate_bps = a.rate_bps;
 	st.qdisc_handle = MERCURY_QDISC_HANDLE;
 	if (band_plan(st.backend, st.nbands, st.default_band, st.qdisc_handle, &cfg, err,
 		      sizeof(err))) {
@@ -252,8 +265,10 @@ int do_attach(const struct cli_ctx *ctx, int argc, char **argv)
 	skel = classifier_bpf__open();
 	if (!skel || bpf_map__reuse_fd(skel->maps.sock_tags, tags_fd) ||
 	    bpf_map__reuse_fd(skel->maps.sock_stats, sstats_fd) || classifier_bpf__load(skel)) {
-		cli_error(ctx, "attach %s: cannot load the classifier: %s (run with -v for the "
-			       "verifier log)", a.iface, strerror(errno));
+		cli_error(ctx,
+			  "attach %s: cannot load the classifier: %s (run with -v for the "
+			  "verifier log)",
+			  a.iface, strerror(errno));
 		goto out;
 	}
 	if (bpf_map_update_elem(bpf_map__fd(skel->maps.cfg), &key, &cfg, BPF_ANY)) {

@@ -13,8 +13,7 @@
 #include "pins.h"
 #include "qdisc.h"
 
-static int read_pinned_value(const char *root, const char *iface, const char *name,
-			     void *value)
+static int read_pinned_value(const char *root, const char *iface, const char *name, void *value)
 {
 	char path[PATH_MAX];
 	__u32 key = 0;
@@ -140,8 +139,7 @@ int iface_for_each(const char *root, int (*fn)(const char *iface, void *arg), vo
 
 		if (e->d_type != DT_DIR || e->d_name[0] == '.')
 			continue;
-		if (pins_path(path, sizeof(path), root, e->d_name, PIN_STATE) ||
-		    access(path, F_OK))
+		if (pins_path(path, sizeof(path), root, e->d_name, PIN_STATE) || access(path, F_OK))
 			continue;
 		r = fn(e->d_name, arg);
 	}
@@ -164,7 +162,11 @@ int iface_teardown(const char *root, const char *iface, const struct mercury_att
 	r = qdisc_remove((int)st->ifindex, st->qdisc_handle, err, errlen);
 	if (r && r != -ENOENT)
 		return r;
-	if (st->saved_qdisc_len) {
+	/* Restore the replaced root only over the kernel's default: if someone installed
+	 * their own root since, theirs wins. */
+	struct qdisc_root now;
+	if (st->saved_qdisc_len && qdisc_get_root((int)st->ifindex, &now, err, errlen) == 0 &&
+	    now.is_default) {
 		r = qdisc_restore_root((int)st->ifindex, st->saved_qdisc, st->saved_qdisc_len, err,
 				       errlen);
 		if (r)
