@@ -1,0 +1,134 @@
+/* The ideal iteration of BRIEF section 1, computed on the profile and the bottleneck rate. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ps.h"
+
+#define IDEAL_ROUNDS 8 /* the recurrence settles after one round; a few more cost nothing */
+
+/*
+ * One node's egress as a preemptive priority fluid server: work[l] (seconds) becomes ready at
+ * ready[l]; lower l always served first. done[l] gets each layer's completion time.
+ */
+static void priority_link(int n, const double *ready, const double *work, double *done)
+{
+	double *left = malloc(n * sizeof(double));
+	double t = 0;
+	int pending = 0;
+
+	for (int l = 0; l < n; l++) {
+		left[l] = work[l];
+		done[l] = ready[l];
+		if (work[l] > 0)
+			pending++;
+	}
+	while (pending > 0) {
+		int cur = -1;
+		double next_arrival = -1;
+
+		for (int l = 0; l < n; l++) {
+			if (left[l] <= 0)
+				continue;
+			if (ready[l] <= t) {
+				if (cur < 0)
+					cur = l;
+			} else if (next_arrival < 0 || ready[l] < next_arrival) {
+				next_arrival = ready[l];
+			}
+		}
+		if (cur < 0) {
+			t = next_arrival;
+			continue;
+		}
+		double finish = t + left[cur];
+		if (next_arrival >= 0 && next_arrival < finish) {
+			left[cur] -= next_arrival - t; /* preempted (or not) at the next arrival */
+			t = next_arrival;
+			continue;
+		}
+		t = finish;
+		left[cur] = 0;
+		done[cur] = t;
+		pending--;
+	}
+	free(left);
+}
+
+double ps_ideal_iteration(const struct ps_ideal_in *in, double *comm_only, double *compute_only)
+{
+	int L = in->nlayers;
+	double *pull = calloc(L, sizeof(double)), *ready = calloc(L, sizeof(double));
+	double *work = calloc(L, sizeof(double)), *done = calloc(L, sizeof(double));
+	double fp_end = 0, prev_end = 0, iter = 0, start = 0;
+
+	for (int r = 0; r <= IDEAL_ROUNDS; r++) {
+		double tau = start, t;
+
+		for (int l = 0; l < L; l++) {
+			if (r > 0 && pull[l] > tau)
+				tau = pull[l]; /* layer l waits only for its own pull */
+			tau += in->fwd_s[l];
+		}
+		prev_end = fp_end;
+		fp_end = tau;
+		if (r > 0)
+			iter = fp_end - prev_end;
+		t = fp_end;
+		for (int l = L - 1; l >= 0; l--) {
+			t += in->bwd_s[l];
+			ready[l] = t;
+		}
+		start = t; /* the next forward pass follows the backward pass */
+		for (int l = 0; l < L; l++)
+			pull[l] = ready[l];
+		for (int n = 0; n < in->nodes; n++) {
+			for (int l = 0; l < L; l++)
+				work[l] = in->egress_bytes[n * L + l] / in->rate_Bps;
+			priority_link(L, ready, work, done);
+			for (int l = 0; l < L; l++)
+				if (done[l] > pull[l])
+					pull[l] = done[l];
+		}
+	}
+	if (compute_only) {
+		double c = 0;
+		for (int l = 0; l < L; l++)
+			c += in->fwd_s[l] + in->bwd_s[l];
+		*compute_only = c;
+	}
+	if (comm_only) {
+		double worst = 0;
+		for (int n = 0; n < in->nodes; n++) {
+			double s = 0;
+			for (int l = 0; l < L; l++)
+				s += in->egress_bytes[n * L + l];
+			if (s > worst)
+				worst = s;
+		}
+		*comm_only = worst / in->rate_Bps;
+	}
+	free(pull);
+	free(ready);
+	free(work);
+	free(done);
+	return iter;
+}
+
+void ps_egress_bytes(const struct ps_placement *pl, int nodes, double *out)
+{
+	int L = pl->nlayers;
+
+	memset(out, 0, sizeof(double) * nodes * L);
+	for (int i = 0; i < pl->nslices; i++) {
+		const struct ps_slice *s = &pl->slices[i];
+		double bytes = (double)s->len * 4;
+
+		for (int n = 0; n < nodes; n++) {
+			if (n == s->server)
+				out[n * L + s->layer] +=
+				    bytes * (nodes - 1); /* pull to the others */
+			else
+				out[n * L + s->layer] += bytes; /* push to a remote server */
+		}
+	}
+}

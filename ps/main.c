@@ -1,0 +1,360 @@
+/*
+ * mercury-ps: Mercury's reference parameter server.
+ *   mercury-ps run    one node (server + worker) of a cluster, one process per node
+ *   mercury-ps local  N nodes as threads on 127.0.0.1 (quick checks)
+ *   mercury-ps ideal  the BRIEF section 1 bound for a profile, cluster size and rate
+ * Results are printed as one JSON object per node on stdout.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/resource.h>
+
+#include "ps.h"
+
+/* Bytes of payload per byte on the wire: 1448 of every 1514 for MTU 1500 with timestamps. */
+#define PS_WIRE_EFFICIENCY (1448.0 / 1514.0)
+
+static void usage(FILE *f)
+{
+	fprintf(
+	    f,
+	    "Usage: mercury-ps run   --profile F --mode fifo|partition|mercury --nodes N --rank R\n"
+	    "                        --hosts IP0[:PORT],IP1,... [options]\n"
+	    "       mercury-ps local --profile F --mode M --nodes N [options]\n"
+	    "       mercury-ps ideal --profile F --nodes N --rate R [--shrink K --time-scale S]\n"
+	    "Options:\n"
+	    "  --port P          server port (default 9555; local: P, P+1, ...)\n"
+	    "  --conns K         connections per worker-server pair, mercury mode (8)\n"
+	    "  --chunk N         aggregation chunk, parameters (65536)\n"
+	    "  --part N          partition size, parameters (1000000)\n"
+	    "  --credit N        partition credit, parameters in flight (4000000)\n"
+	    "  --bound N         split arrays above N parameters over all servers (1000000)\n"
+	    "  --split-all       split every array over all servers\n"
+	    "  --shrink K        divide parameter counts by K (placement still by the originals)\n"
+	    "  --time-scale S    multiply profile compute times by S\n"
+	    "  --iters N         measured iterations (5), --warmup N (1)\n"
+	    "  --verify          pseudo-random gradients, every pull checked bitwise\n"
+	    "  --timeout S       error after S seconds without progress (60)\n"
+	    "  --timeline FILE   per-layer compute/push/pull events (TSV)\n"
+	    "  --rate R          ideal: per-node egress rate, e.g. 400mbit, 10gbit\n"
+	    "  --slow-rank R --slow-s S   add S seconds per backward layer on worker R (tests)\n"
+	    "  --die-rank R      worker R drops its connections mid-iteration 1 (tests)\n");
+}
+
+static int parse_rate(const char *s, double *Bps)
+{
+	char *end;
+	double v = strtod(s, &end);
+
+	if (end == s || v <= 0)
+		return -EINVAL;
+	if (!strcasecmp(end, "gbit"))
+		v *= 1e9;
+	else if (!strcasecmp(end, "mbit"))
+		v *= 1e6;
+	else if (!strcasecmp(end, "kbit"))
+		v *= 1e3;
+	else if (*end && strcasecmp(end, "bit"))
+		return -EINVAL;
+	*Bps = v / 8;
+	return 0;
+}
+
+static int split_hosts(char *list, struct ps_config *c)
+{
+	int n = 0;
+
+	for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
+		if (n == PS_MAX_NODES)
+			return -E2BIG;
+		snprintf(c->hosts[n++], sizeof(c->hosts[0]), "%s", tok);
+	}
+	return n;
+}
+
+static double cpu_seconds(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6 +
+	       (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec * 1e-6;
+}
+
+static void print_result(const struct ps_config *c, const struct ps_profile *p, int rc,
+			 const struct ps_result *r, const char *err)
+{
+	printf("{\"model\":\"%s\",\"mode\":\"%s\",\"rank\":%d,\"nodes\":%d,\"ok\":%s", p->model,
+	       ps_mode_name(c->mode), c->rank, c->nodes, rc ? "false" : "true");
+	if (rc) {
+		printf(",\"error\":\"%s\"}\n", err);
+		return;
+	}
+	printf(",\"iter_s\":%.6f,\"bytes_sent\":%llu,\"verify\":%s,\"pulls_checked\":%llu,"
+	       "\"mismatches\":%llu,\"cpu_s\":%.3f,\"iters\":%d,\"shrink\":%llu,"
+	       "\"time_scale\":%g,\"split_all\":%s,\"part\":%llu,\"credit\":%llu,\"conns\":%d}\n",
+	       r->iter_s, (unsigned long long)r->bytes_sent, c->verify ? "true" : "false",
+	       (unsigned long long)r->pulls_checked, (unsigned long long)r->mismatches, r->cpu_s,
+	       c->iters, (unsigned long long)c->shrink, c->time_scale,
+	       c->split_all ? "true" : "false", (unsigned long long)c->part,
+	       (unsigned long long)c->credit, c->mode == PS_MERCURY ? c->conns : 1);
+	fflush(stdout);
+}
+
+struct local_arg {
+	struct ps_config cfg;
+	const struct ps_profile *prof;
+	struct ps_result res;
+	int rc;
+	char err[256];
+};
+
+static void *local_node(void *p)
+{
+	struct local_arg *a = p;
+
+	a->rc = ps_node_run(&a->cfg, a->prof, &a->res, a->err, sizeof(a->err));
+	return NULL;
+}
+
+static int run_ideal(const struct ps_config *c, const struct ps_profile *p, double rate_Bps)
+{
+	int L = p->nlayers, N = c->nodes;
+	uint64_t *orig = calloc(L, sizeof(uint64_t)), *len = calloc(L, sizeof(uint64_t));
+	double *fwd = calloc(L, sizeof(double)), *bwd = calloc(L, sizeof(double));
+	double *eg = calloc((size_t)N * L, sizeof(double)), comm, comp;
+	struct ps_placement pl;
+
+	if (!orig || !len || !fwd || !bwd || !eg)
+		return 1;
+	for (int l = 0; l < L; l++) {
+		orig[l] = p->layers[l].params;
+		len[l] = orig[l] / c->shrink ? orig[l] / c->shrink : 1;
+		fwd[l] = p->layers[l].fwd_s * c->time_scale;
+		bwd[l] = p->layers[l].bwd_s * c->time_scale;
+	}
+	if (ps_place(orig, len, L, N, c->bound, c->split_all, &pl))
+		return 1;
+	ps_egress_bytes(&pl, N, eg);
+	struct ps_ideal_in in = {L, N, fwd, bwd, eg, rate_Bps * PS_WIRE_EFFICIENCY};
+	double t = ps_ideal_iteration(&in, &comm, &comp);
+	printf("{\"model\":\"%s\",\"mode\":\"ideal\",\"nodes\":%d,\"ok\":true,\"iter_s\":%.6f,"
+	       "\"comm_only_s\":%.6f,\"compute_only_s\":%.6f,\"rate_Bps\":%.0f,"
+	       "\"wire_efficiency\":%.4f,\"split_all\":%s}\n",
+	       p->model, N, t, comm, comp, rate_Bps, PS_WIRE_EFFICIENCY,
+	       c->split_all ? "true" : "false");
+	ps_placement_free(&pl);
+	free(orig);
+	free(len);
+	free(fwd);
+	free(bwd);
+	free(eg);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+	    {"profile", 1, 0, 'p'},
+	    {"mode", 1, 0, 'm'},
+	    {"nodes", 1, 0, 'n'},
+	    {"rank", 1, 0, 'r'},
+	    {"hosts", 1, 0, 'H'},
+	    {"port", 1, 0, 'P'},
+	    {"conns", 1, 0, 'k'},
+	    {"chunk", 1, 0, 'c'},
+	    {"part", 1, 0, 'x'},
+	    {"credit", 1, 0, 'C'},
+	    {"bound", 1, 0, 'b'},
+	    {"split-all", 0, 0, 'a'},
+	    {"shrink", 1, 0, 's'},
+	    {"time-scale", 1, 0, 't'},
+	    {"iters", 1, 0, 'i'},
+	    {"warmup", 1, 0, 'w'},
+	    {"verify", 0, 0, 'v'},
+	    {"timeout", 1, 0, 'T'},
+	    {"timeline", 1, 0, 'l'},
+	    {"rate", 1, 0, 'R'},
+	    {"slow-rank", 1, 0, 'S'},
+	    {"slow-s", 1, 0, 'D'},
+	    {"die-rank", 1, 0, 'X'},
+	    {"help", 0, 0, 'h'},
+	    {0, 0, 0, 0},
+	};
+	struct ps_config c;
+	struct ps_profile prof;
+	const char *profile = NULL, *cmd;
+	char hosts[1024] = "", err[256];
+	double rate = 0;
+	int o, nhosts = 0;
+
+	ps_config_defaults(&c);
+	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+		usage(argc < 2 ? stderr : stdout);
+		return argc < 2 ? 2 : 0;
+	}
+	cmd = argv[1];
+	optind = 2;
+	while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (o) {
+		case 'p':
+			profile = optarg;
+			break;
+		case 'm':
+			if (ps_mode_from_name(optarg, &c.mode)) {
+				fprintf(stderr,
+					"mercury-ps: unknown mode '%s': use fifo, partition "
+					"or mercury\n",
+					optarg);
+				return 2;
+			}
+			break;
+		case 'n':
+			c.nodes = atoi(optarg);
+			break;
+		case 'r':
+			c.rank = atoi(optarg);
+			break;
+		case 'H':
+			snprintf(hosts, sizeof(hosts), "%s", optarg);
+			break;
+		case 'P':
+			c.port = (uint16_t)atoi(optarg);
+			break;
+		case 'k':
+			c.conns = atoi(optarg);
+			break;
+		case 'c':
+			c.chunk = strtoull(optarg, NULL, 0);
+			break;
+		case 'x':
+			c.part = strtoull(optarg, NULL, 0);
+			break;
+		case 'C':
+			c.credit = strtoull(optarg, NULL, 0);
+			break;
+		case 'b':
+			c.bound = strtoull(optarg, NULL, 0);
+			break;
+		case 'a':
+			c.split_all = true;
+			break;
+		case 's':
+			c.shrink = strtoull(optarg, NULL, 0);
+			break;
+		case 't':
+			c.time_scale = atof(optarg);
+			break;
+		case 'i':
+			c.iters = atoi(optarg);
+			break;
+		case 'w':
+			c.warmup = atoi(optarg);
+			break;
+		case 'v':
+			c.verify = true;
+			break;
+		case 'T':
+			c.timeout_s = atof(optarg);
+			break;
+		case 'l':
+			c.timeline = optarg;
+			break;
+		case 'R':
+			if (parse_rate(optarg, &rate)) {
+				fprintf(stderr, "mercury-ps: bad rate '%s': use e.g. 400mbit\n",
+					optarg);
+				return 2;
+			}
+			break;
+		case 'S':
+			c.slow_rank = atoi(optarg);
+			break;
+		case 'D':
+			c.slow_s = atof(optarg);
+			break;
+		case 'X':
+			c.die_rank = atoi(optarg);
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (!profile) {
+		fprintf(stderr, "mercury-ps: --profile is required (see models/)\n");
+		return 2;
+	}
+	if (c.shrink < 1 || c.part < 1 || c.chunk < 1) {
+		fprintf(stderr, "mercury-ps: --shrink, --part and --chunk must be >= 1\n");
+		return 2;
+	}
+	if (ps_profile_load(profile, &prof, err, sizeof(err))) {
+		fprintf(stderr, "mercury-ps: %s\n", err);
+		return 1;
+	}
+	if (!strcmp(cmd, "ideal")) {
+		if (rate <= 0) {
+			fprintf(stderr, "mercury-ps: ideal needs --rate (e.g. 400mbit)\n");
+			return 2;
+		}
+		return run_ideal(&c, &prof, rate);
+	}
+	int total = c.warmup + c.iters + 1, rc = 0;
+	if (!strcmp(cmd, "local")) {
+		struct local_arg *a = calloc(c.nodes > 0 ? c.nodes : 1, sizeof(*a));
+		pthread_t th[PS_MAX_NODES];
+
+		if (c.nodes < 1 || c.nodes > PS_MAX_NODES || !a) {
+			fprintf(stderr, "mercury-ps: --nodes must be 1..%d\n", PS_MAX_NODES);
+			return 2;
+		}
+		for (int i = 0; i < c.nodes; i++)
+			snprintf(c.hosts[i], sizeof(c.hosts[i]), "127.0.0.1:%u", c.port + i);
+		for (int i = 0; i < c.nodes; i++) {
+			a[i].cfg = c;
+			a[i].cfg.rank = i;
+			if (c.timeline && i > 0)
+				a[i].cfg.timeline = NULL;
+			a[i].prof = &prof;
+			a[i].res.fp_end = calloc(total, sizeof(double));
+			pthread_create(&th[i], NULL, local_node, &a[i]);
+		}
+		for (int i = 0; i < c.nodes; i++) {
+			pthread_join(th[i], NULL);
+			a[i].res.cpu_s = cpu_seconds() / c.nodes;
+			print_result(&a[i].cfg, &prof, a[i].rc, &a[i].res, a[i].err);
+			if (a[i].rc || a[i].res.mismatches)
+				rc = 1;
+			free(a[i].res.fp_end);
+		}
+		free(a);
+		ps_profile_free(&prof);
+		return rc;
+	}
+	if (strcmp(cmd, "run")) {
+		fprintf(stderr, "mercury-ps: unknown command '%s': use run, local or ideal\n", cmd);
+		return 2;
+	}
+	nhosts = split_hosts(hosts, &c);
+	if (nhosts != c.nodes) {
+		fprintf(stderr, "mercury-ps: --hosts lists %d addresses for --nodes %d\n", nhosts,
+			c.nodes);
+		return 2;
+	}
+	struct ps_result res = {0};
+	res.fp_end = calloc(total, sizeof(double));
+	rc = ps_node_run(&c, &prof, &res, err, sizeof(err));
+	res.cpu_s = cpu_seconds();
+	print_result(&c, &prof, rc, &res, err);
+	free(res.fp_end);
+	ps_profile_free(&prof);
+	return rc || res.mismatches ? 1 : 0;
+}

@@ -1,0 +1,529 @@
+/*
+ * One node: connection setup, the tx threads, failure handling, teardown.
+ *
+ * Tensor -> socket mapping. A TCP stream is ordered, so bytes queued behind a big
+ * low-priority tensor wait for it whatever the qdisc does; preemption only happens across
+ * sockets. In mercury mode each worker-server pair therefore has K connections (default 8,
+ * the htb backend's bands) and layer l travels on connection floor(l * K / L), pushes and
+ * pulls alike: consecutive layers share a socket, different priority groups never do. Each
+ * connection's queue is also ordered (older iteration first, then lower layer), so within a
+ * socket the next whole tensor handed to TCP is the most urgent one waiting. fifo and
+ * partition modes use one connection per pair, as ps-lite does.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "node.h"
+
+double ps_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void shutdown_all(struct ps_node *n)
+{
+	for (int p = 0; p < n->cfg.nodes; p++)
+		for (int k = 0; k < n->K; k++) {
+			if (n->wconn[p][k]) {
+				shutdown(n->wconn[p][k]->fd, SHUT_RDWR);
+				ps_sendq_close(&n->wconn[p][k]->q);
+			}
+			if (n->sconn[p][k]) {
+				shutdown(n->sconn[p][k]->fd, SHUT_RDWR);
+				ps_sendq_close(&n->sconn[p][k]->q);
+			}
+		}
+	if (n->listen_fd >= 0)
+		shutdown(n->listen_fd, SHUT_RDWR);
+}
+
+void ps_fail(struct ps_node *n, const char *fmt, ...)
+{
+	va_list ap;
+	bool was = atomic_exchange(&n->failed, true);
+
+	if (!was) {
+		va_start(ap, fmt);
+		vsnprintf(n->err, sizeof(n->err), fmt, ap);
+		va_end(ap);
+		fprintf(stderr, "mercury-ps: %s\n", n->err);
+	}
+	pthread_mutex_lock(&n->mu);
+	pthread_cond_broadcast(&n->cv);
+	pthread_mutex_unlock(&n->mu);
+	/* Tear everything down so peers see it at once and nobody waits on us (once: later
+	 * callers may race with teardown, which shuts everything down itself). */
+	if (!atomic_exchange(&n->closing, true))
+		shutdown_all(n);
+}
+
+void ps_record(struct ps_node *n, char kind, int layer, uint64_t iter, double t0, double t1)
+{
+	if (!n->cfg.timeline)
+		return;
+	bool lock = kind != 'l'; /* pull records are made with n->mu already held */
+	if (lock)
+		pthread_mutex_lock(&n->mu);
+	if (n->nev == n->capev) {
+		int cap = n->capev ? n->capev * 2 : 4096;
+		struct ps_event *e = realloc(n->ev, cap * sizeof(*e));
+		if (e) {
+			n->ev = e;
+			n->capev = cap;
+		}
+	}
+	if (n->nev < n->capev)
+		n->ev[n->nev++] = (struct ps_event){iter, layer, kind, t0, t1};
+	if (lock)
+		pthread_mutex_unlock(&n->mu);
+}
+
+int ps_conn_of_layer(const struct ps_node *n, int layer)
+{
+	return n->K == 1 ? 0 : (int)((int64_t)layer * n->K / n->L);
+}
+
+int ps_enqueue(struct ps_conn *c, uint16_t type, int slice, uint64_t iter, uint64_t off,
+	       uint64_t len, const void *data, uint64_t key)
+{
+	struct ps_send_item it = {
+	    .h = {PS_MAGIC, type, 0, 0, (uint32_t)slice, iter, off, len},
+	    .data = data,
+	    .key = key,
+	};
+
+	if (slice >= 0 && slice < c->node->pl.nslices)
+		it.h.layer = (uint32_t)c->node->pl.slices[slice].layer;
+	return ps_sendq_push(&c->q, &it);
+}
+
+void *ps_tx(void *arg)
+{
+	struct ps_conn *c = arg;
+	struct ps_node *n = c->node;
+	struct ps_send_item it;
+
+	while (ps_sendq_pop(&c->q, &it)) {
+		bool payload = it.h.type == PS_MSG_PUSH || it.h.type == PS_MSG_PULL_DATA;
+		size_t plen = payload ? it.h.len * sizeof(float) : 0;
+		double t0 = ps_now();
+		int r;
+
+		if (n->cfg.mode == PS_MERCURY && (payload || it.h.type == PS_MSG_PULL_REQ))
+			ps_tag_next(c, sizeof(it.h) + plen, (int)it.h.layer,
+				    it.h.type == PS_MSG_PUSH ? PS_DIR_PUSH : PS_DIR_PULL,
+				    it.h.iter);
+		r = ps_write_msg(c->fd, &it.h, it.data, plen);
+		if (r) {
+			if (!atomic_load(&n->closing))
+				ps_fail(n, "node %d: sending to node %d failed: %s", n->cfg.rank,
+					c->peer, strerror(-r));
+			break;
+		}
+		atomic_fetch_add(&n->bytes_sent, sizeof(it.h) + plen);
+		if (it.h.type == PS_MSG_PUSH)
+			ps_record(n, 'p', (int)it.h.layer, it.h.iter, t0, ps_now());
+	}
+	return NULL;
+}
+
+static struct ps_conn *conn_new(struct ps_node *n, int fd, int peer, int index, bool worker_side)
+{
+	struct ps_conn *c = calloc(1, sizeof(*c));
+	int one = 1;
+
+	if (!c)
+		return NULL;
+	c->node = n;
+	c->fd = fd;
+	c->peer = peer;
+	c->index = index;
+	c->worker_side = worker_side;
+	ps_sendq_init(&c->q);
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (worker_side && !n->cfg.verify) {
+		c->scratch = malloc(n->cfg.chunk * sizeof(float));
+		if (!c->scratch) {
+			free(c);
+			return NULL;
+		}
+	}
+	return c;
+}
+
+static int conn_start(struct ps_conn *c)
+{
+	if (c->node->cfg.mode == PS_MERCURY)
+		ps_tag_register(c);
+	if (pthread_create(&c->rx, NULL, c->worker_side ? ps_worker_rx : ps_server_rx, c))
+		return -EAGAIN;
+	if (pthread_create(&c->tx, NULL, ps_tx, c)) {
+		shutdown(c->fd, SHUT_RDWR);
+		pthread_join(c->rx, NULL);
+		return -EAGAIN;
+	}
+	c->threads = true;
+	return 0;
+}
+
+static void conn_free(struct ps_conn *c)
+{
+	if (!c)
+		return;
+	shutdown(c->fd, SHUT_RDWR);
+	ps_sendq_close(&c->q);
+	if (c->threads) {
+		pthread_join(c->rx, NULL);
+		pthread_join(c->tx, NULL);
+	}
+	if (c->node->cfg.mode == PS_MERCURY)
+		ps_tag_unregister(c);
+	close(c->fd);
+	ps_sendq_destroy(&c->q);
+	free(c->scratch);
+	free(c);
+}
+
+/* "a.b.c.d[:port]" -> sockaddr; the node's default port otherwise. */
+static int host_addr(const struct ps_node *n, int rank, struct sockaddr_in *sa)
+{
+	char host[64];
+	const char *colon;
+	unsigned port = n->cfg.port;
+
+	snprintf(host, sizeof(host), "%s", n->cfg.hosts[rank]);
+	colon = strchr(host, ':');
+	if (colon) {
+		port = (unsigned)atoi(colon + 1);
+		host[colon - host] = '\0';
+	}
+	memset(sa, 0, sizeof(*sa));
+	sa->sin_family = AF_INET;
+	sa->sin_port = htons((uint16_t)port);
+	return inet_pton(AF_INET, host, &sa->sin_addr) == 1 ? 0 : -EINVAL;
+}
+
+static void *acceptor(void *arg)
+{
+	struct ps_node *n = arg;
+	int want = n->cfg.nodes * n->K, have = 0;
+
+	while (have < want && !atomic_load(&n->failed)) {
+		struct ps_msg_hdr h;
+		int fd = accept(n->listen_fd, NULL, NULL);
+
+		if (fd < 0) {
+			if (errno == EINTR)
+				continue;
+			if (!atomic_load(&n->closing))
+				ps_fail(n, "server %d: accept failed: %s", n->cfg.rank,
+					strerror(errno));
+			return NULL;
+		}
+		struct timeval tv = {(time_t)n->cfg.timeout_s, 0};
+		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+		if (ps_read_full(fd, &h, sizeof(h)) || h.magic != PS_MAGIC ||
+		    h.type != PS_MSG_HELLO || h.layer >= (uint32_t)n->cfg.nodes ||
+		    h.slice >= (uint32_t)n->K || n->sconn[h.layer][h.slice]) {
+			fprintf(stderr,
+				"mercury-ps: server %d: dropped a connection without a valid "
+				"HELLO\n",
+				n->cfg.rank);
+			close(fd);
+			continue;
+		}
+		tv.tv_sec = 0;
+		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+		struct ps_conn *c = conn_new(n, fd, (int)h.layer, (int)h.slice, false);
+		if (!c || conn_start(c)) {
+			ps_fail(n, "server %d: cannot set up a connection", n->cfg.rank);
+			return NULL;
+		}
+		n->sconn[h.layer][h.slice] = c;
+		have++;
+	}
+	for (int w = 0; w < n->cfg.nodes && !atomic_load(&n->failed); w++)
+		ps_enqueue(n->sconn[w][0], PS_MSG_READY, -1, 0, 0, 0, NULL, 0);
+	return NULL;
+}
+
+static int connect_to(struct ps_node *n, int server, int index)
+{
+	struct sockaddr_in sa;
+	double deadline = ps_now() + n->cfg.timeout_s;
+	struct ps_msg_hdr h = {
+	    PS_MAGIC, PS_MSG_HELLO, 0, (uint32_t)n->cfg.rank, (uint32_t)index, 0, 0, 0};
+
+	if (host_addr(n, server, &sa)) {
+		ps_fail(n, "worker %d: bad address '%s' for node %d (want a.b.c.d[:port])",
+			n->cfg.rank, n->cfg.hosts[server], server);
+		return -EINVAL;
+	}
+	for (;;) {
+		int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd < 0)
+			return -errno;
+		if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
+			if (ps_write_msg(fd, &h, NULL, 0)) {
+				close(fd);
+				return -EIO;
+			}
+			struct ps_conn *c = conn_new(n, fd, server, index, true);
+			if (!c) {
+				close(fd);
+				return -ENOMEM;
+			}
+			n->wconn[server][index] = c;
+			return conn_start(c);
+		}
+		int e = errno;
+		close(fd);
+		if (atomic_load(&n->failed))
+			return -ECANCELED;
+		if (ps_now() > deadline) {
+			ps_fail(n, "worker %d: cannot connect to node %d at %s: %s", n->cfg.rank,
+				server, n->cfg.hosts[server], strerror(e));
+			return -e;
+		}
+		usleep(20000);
+	}
+}
+
+void ps_config_defaults(struct ps_config *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->mode = PS_MERCURY;
+	c->nodes = 1;
+	c->port = 9555;
+	c->conns = 8;
+	c->chunk = 65536; /* 256 KiB of floats */
+	c->part = 1000000;
+	c->credit = 4000000;
+	c->bound = 1000000;
+	c->shrink = 1;
+	c->time_scale = 1;
+	c->iters = 5;
+	c->warmup = 1;
+	c->timeout_s = 60;
+	c->slow_rank = -1;
+	c->die_rank = -1;
+	c->tag_levels = 8;
+}
+
+static int alloc_state(struct ps_node *n)
+{
+	int L = n->L;
+	uint64_t maxlen = 1;
+
+	n->pulled = calloc(L, sizeof(uint64_t));
+	n->ready_iter = calloc(L, sizeof(uint64_t));
+	n->pull_first = calloc(L, sizeof(double));
+	n->ss = calloc(n->pl.nslices, sizeof(struct ps_sslice));
+	if (!n->pulled || !n->ready_iter || !n->pull_first || !n->ss)
+		return -ENOMEM;
+	for (int l = 0; l < L; l++)
+		if (n->len[l] > maxlen)
+			maxlen = n->len[l];
+	if (n->cfg.verify) {
+		n->grad = calloc(L, sizeof(float *));
+		n->param = calloc(L, sizeof(float *));
+		if (!n->grad || !n->param)
+			return -ENOMEM;
+		for (int l = 0; l < L; l++) {
+			n->grad[l] = malloc(n->len[l] * sizeof(float));
+			n->param[l] = malloc(n->len[l] * sizeof(float));
+			if (!n->grad[l] || !n->param[l])
+				return -ENOMEM;
+		}
+	} else {
+		n->shared_grad = malloc(maxlen * sizeof(float));
+		if (!n->shared_grad)
+			return -ENOMEM;
+		for (uint64_t j = 0; j < maxlen; j++)
+			n->shared_grad[j] = 1.0f / (float)(1 + j % 1024);
+	}
+	for (int i = 0; i < n->pl.nslices; i++) {
+		struct ps_sslice *s = &n->ss[i];
+
+		s->sl = &n->pl.slices[i];
+		if (s->sl->server != n->cfg.rank)
+			continue;
+		pthread_mutex_init(&s->mu, NULL);
+		s->sum = calloc(s->sl->len, sizeof(float));
+		if (!s->sum)
+			return -ENOMEM;
+		for (int w = 0; w < n->cfg.nodes; w++) {
+			s->recv[w] = calloc(s->sl->len, sizeof(float));
+			s->got_iter[w] = UINT64_MAX;
+			if (!s->recv[w])
+				return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+static void free_state(struct ps_node *n)
+{
+	if (n->ss)
+		for (int i = 0; i < n->pl.nslices; i++) {
+			if (!n->ss[i].sum)
+				continue;
+			free(n->ss[i].sum);
+			for (int w = 0; w < n->cfg.nodes; w++) {
+				free(n->ss[i].recv[w]);
+				free(n->ss[i].pend[w]);
+			}
+			pthread_mutex_destroy(&n->ss[i].mu);
+		}
+	if (n->grad)
+		for (int l = 0; l < n->L; l++)
+			free(n->grad[l]);
+	if (n->param)
+		for (int l = 0; l < n->L; l++)
+			free(n->param[l]);
+	free(n->grad);
+	free(n->param);
+	free(n->shared_grad);
+	free(n->ss);
+	free(n->pulled);
+	free(n->ready_iter);
+	free(n->pull_first);
+	free(n->parts);
+	free(n->ev);
+	free(n->orig);
+	free(n->len);
+	ps_placement_free(&n->pl);
+}
+
+static void write_timeline(struct ps_node *n, double t0)
+{
+	FILE *f = fopen(n->cfg.timeline, "w");
+
+	if (!f) {
+		fprintf(stderr, "mercury-ps: cannot write timeline %s: %s\n", n->cfg.timeline,
+			strerror(errno));
+		return;
+	}
+	fprintf(f, "# node\titer\tkind\tlayer\tt0\tt1 (s since start; f=forward b=backward "
+		   "p=push written l=pull received)\n");
+	for (int i = 0; i < n->nev; i++)
+		fprintf(f, "%d\t%llu\t%c\t%d\t%.6f\t%.6f\n", n->cfg.rank,
+			(unsigned long long)n->ev[i].iter, n->ev[i].kind, n->ev[i].layer,
+			n->ev[i].t0 - t0, n->ev[i].t1 - t0);
+	fclose(f);
+}
+
+int ps_node_run(const struct ps_config *cfg, const struct ps_profile *prof, struct ps_result *res,
+		char *err, size_t errlen)
+{
+	struct ps_node *n = calloc(1, sizeof(*n));
+	struct sockaddr_in sa;
+	int r = 0, one = 1;
+	double t_start = ps_now();
+
+	if (!n)
+		return -ENOMEM;
+	n->cfg = *cfg;
+	n->prof = prof;
+	n->L = prof->nlayers;
+	n->K = cfg->mode == PS_MERCURY ? cfg->conns : 1;
+	n->listen_fd = -1;
+	pthread_mutex_init(&n->mu, NULL);
+	pthread_cond_init(&n->cv, NULL);
+	if (n->K < 1 || n->K > PS_MAX_CONNS || cfg->nodes < 1 || cfg->nodes > PS_MAX_NODES ||
+	    cfg->rank < 0 || cfg->rank >= cfg->nodes || cfg->shrink < 1 || cfg->chunk < 1 ||
+	    cfg->part < 1 || cfg->iters < 1 || cfg->warmup < 0) {
+		snprintf(err, errlen,
+			 "bad configuration (nodes 1..%d, rank < nodes, conns 1..%d, "
+			 "iters >= 1)",
+			 PS_MAX_NODES, PS_MAX_CONNS);
+		r = -EINVAL;
+		goto out;
+	}
+	n->orig = calloc(n->L, sizeof(uint64_t));
+	n->len = calloc(n->L, sizeof(uint64_t));
+	if (!n->orig || !n->len) {
+		r = -ENOMEM;
+		goto out;
+	}
+	for (int l = 0; l < n->L; l++) {
+		n->orig[l] = prof->layers[l].params;
+		n->len[l] = prof->layers[l].params / cfg->shrink;
+		if (n->len[l] == 0)
+			n->len[l] = 1;
+	}
+	r = ps_place(n->orig, n->len, n->L, cfg->nodes, cfg->bound, cfg->split_all, &n->pl);
+	if (!r)
+		r = alloc_state(n);
+	if (r) {
+		snprintf(err, errlen, "out of memory for the model's buffers");
+		goto out;
+	}
+	if (host_addr(n, cfg->rank, &sa)) {
+		snprintf(err, errlen, "bad address '%s' for this node (want a.b.c.d[:port])",
+			 cfg->hosts[cfg->rank]);
+		r = -EINVAL;
+		goto out;
+	}
+	sa.sin_addr.s_addr = htonl(INADDR_ANY);
+	n->listen_fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	setsockopt(n->listen_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (n->listen_fd < 0 || bind(n->listen_fd, (struct sockaddr *)&sa, sizeof(sa)) ||
+	    listen(n->listen_fd, 256)) {
+		r = -errno;
+		snprintf(err, errlen, "cannot listen on port %u: %s (another run still there?)",
+			 ntohs(sa.sin_port), strerror(errno));
+		goto out;
+	}
+	if (pthread_create(&n->acceptor, NULL, acceptor, n)) {
+		r = -EAGAIN;
+		goto out;
+	}
+	n->acceptor_started = true;
+	for (int s = 0; s < cfg->nodes && !r; s++)
+		for (int k = 0; k < n->K && !r; k++)
+			r = connect_to(n, s, k);
+	if (!r)
+		r = ps_worker_main(n, res);
+	if (!r) {
+		res->bytes_sent = atomic_load(&n->bytes_sent);
+		res->mismatches = n->mismatches;
+		res->pulls_checked = n->pulls_checked;
+	}
+out:
+	atomic_store(&n->closing, true);
+	shutdown_all(n);
+	if (n->acceptor_started)
+		pthread_join(n->acceptor, NULL);
+	for (int p = 0; p < PS_MAX_NODES; p++)
+		for (int k = 0; k < PS_MAX_CONNS; k++) {
+			conn_free(n->wconn[p][k]);
+			conn_free(n->sconn[p][k]);
+		}
+	if (n->listen_fd >= 0)
+		close(n->listen_fd);
+	if (atomic_load(&n->failed)) {
+		snprintf(err, errlen, "%s", n->err);
+		if (!r)
+			r = -EIO;
+	}
+	if (cfg->timeline && n->nev)
+		write_timeline(n, t_start);
+	free_state(n);
+	pthread_mutex_destroy(&n->mu);
+	pthread_cond_destroy(&n->cv);
+	free(n);
+	return r;
+}

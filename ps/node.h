@@ -1,0 +1,139 @@
+/* Internals of one PS node (server + worker), shared by node.c, server.c, worker.c, sendq.c. */
+#ifndef MERCURY_PS_NODE_H
+#define MERCURY_PS_NODE_H
+
+#include <stdatomic.h>
+#include <stdio.h>
+
+#include "ps.h"
+
+enum ps_dir { PS_DIR_PUSH = 0, PS_DIR_PULL = 1 };
+
+struct ps_send_item {
+	struct ps_msg_hdr h;
+	const void *data; /* payload (h.len floats for PUSH/PULL_DATA), not owned */
+	uint64_t key;	  /* lower first; ties in enqueue order */
+	uint64_t seq;
+};
+
+/* A connection's send queue, drained by its tx thread in (key, seq) order. */
+struct ps_sendq {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct ps_send_item *heap;
+	int n, cap;
+	uint64_t seq;
+	bool closed;
+};
+
+void ps_sendq_init(struct ps_sendq *q);
+void ps_sendq_destroy(struct ps_sendq *q);
+int ps_sendq_push(struct ps_sendq *q, const struct ps_send_item *it);
+/* Blocks; false once closed. */
+bool ps_sendq_pop(struct ps_sendq *q, struct ps_send_item *out);
+void ps_sendq_close(struct ps_sendq *q);
+
+struct ps_node;
+
+struct ps_conn {
+	struct ps_node *node;
+	int fd;
+	int peer;  /* rank of the node at the other end */
+	int index; /* connection index within the worker-server pair */
+	bool worker_side;
+	struct ps_sendq q;
+	pthread_t tx, rx;
+	bool threads;
+	float *scratch; /* worker side, when pulls are not kept */
+	void *tag;	/* libmercury registration (mercury mode) */
+};
+
+struct ps_pending {
+	uint64_t iter, off, len;
+};
+
+/* A slice this node serves. */
+struct ps_sslice {
+	pthread_mutex_t mu;
+	const struct ps_slice *sl;
+	float *recv[PS_MAX_NODES];
+	float *sum;
+	uint64_t cur_iter;		       /* iteration being aggregated */
+	uint64_t got[PS_MAX_NODES];	       /* contiguous params received from each worker ... */
+	uint64_t got_iter[PS_MAX_NODES];       /* ... in this iteration */
+	uint64_t agg;			       /* params of cur_iter summed and sent */
+	struct ps_pending *pend[PS_MAX_NODES]; /* partition: pull requests not yet servable */
+	int npend[PS_MAX_NODES], cappend[PS_MAX_NODES];
+};
+
+struct ps_part { /* partition mode: one pending partition push */
+	uint64_t key;
+	int slice;
+	uint64_t iter, off, len;
+};
+
+struct ps_event {
+	uint64_t iter;
+	int layer;
+	char kind; /* 'f' forward, 'b' backward, 'p' push write, 'l' pull receive */
+	double t0, t1;
+};
+
+struct ps_node {
+	struct ps_config cfg;
+	const struct ps_profile *prof;
+	struct ps_placement pl;
+	int L, K; /* layers, connections per pair */
+	uint64_t *orig, *len;
+
+	/* server side */
+	int listen_fd;
+	struct ps_conn *sconn[PS_MAX_NODES][PS_MAX_CONNS];
+	struct ps_sslice *ss; /* indexed by slice; only own slices allocated */
+	int byes;
+	bool bye_from[PS_MAX_NODES];
+	pthread_t acceptor;
+	bool acceptor_started;
+
+	/* worker side */
+	struct ps_conn *wconn[PS_MAX_NODES][PS_MAX_CONNS];
+	pthread_mutex_t mu; /* worker state, byes, readies, events */
+	pthread_cond_t cv;
+	uint64_t *pulled;     /* per layer: params of the current pull received */
+	uint64_t *ready_iter; /* per layer: iterations whose pull is complete */
+	double *pull_first;   /* per layer: first pull byte of the current iteration */
+	float **grad, **param;
+	float *shared_grad; /* without verify: one constant buffer for all pushes */
+	struct ps_part *parts;
+	int nparts, capparts;
+	uint64_t inflight;
+	int readies;
+	bool worker_done;
+	uint64_t mismatches, pulls_checked;
+
+	/* state */
+	atomic_bool failed, closing;
+	char err[256];
+	atomic_uint_fast64_t bytes_sent;
+	struct ps_event *ev;
+	int nev, capev;
+};
+
+double ps_now(void);
+void ps_fail(struct ps_node *n, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void ps_record(struct ps_node *n, char kind, int layer, uint64_t iter, double t0, double t1);
+int ps_conn_of_layer(const struct ps_node *n, int layer);
+int ps_enqueue(struct ps_conn *c, uint16_t type, int slice, uint64_t iter, uint64_t off,
+	       uint64_t len, const void *data, uint64_t key);
+
+void *ps_server_rx(void *arg);
+void *ps_worker_rx(void *arg);
+void *ps_tx(void *arg);
+int ps_worker_main(struct ps_node *n, struct ps_result *res);
+
+/* Tagging (tag.c; a stub in the unit tests). */
+int ps_tag_register(struct ps_conn *c);
+int ps_tag_next(struct ps_conn *c, uint64_t nbytes, int layer, enum ps_dir dir, uint64_t iter);
+void ps_tag_unregister(struct ps_conn *c);
+
+#endif

@@ -1,0 +1,101 @@
+/* Model profiles: one "layer <name> <params> <fwd_s> <bwd_s>" line per layer, input side first. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ps.h"
+
+static const char *const mode_names[PS_MODE_MAX] = {"fifo", "partition", "mercury"};
+
+const char *ps_mode_name(enum ps_mode m)
+{
+	return m < PS_MODE_MAX ? mode_names[m] : "?";
+}
+
+int ps_mode_from_name(const char *s, enum ps_mode *out)
+{
+	for (int i = 0; i < PS_MODE_MAX; i++) {
+		if (strcmp(s, mode_names[i]) == 0) {
+			*out = (enum ps_mode)i;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+int ps_profile_load(const char *path, struct ps_profile *p, char *err, size_t errlen)
+{
+	char line[512];
+	int cap = 0, lineno = 0;
+	FILE *f = fopen(path, "r");
+
+	memset(p, 0, sizeof(*p));
+	if (!f) {
+		snprintf(err, errlen, "cannot open profile %s: %s", path, strerror(errno));
+		return -errno;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		char kw[16], name[48];
+		unsigned long long params;
+		double fwd, bwd;
+
+		lineno++;
+		if (line[0] == '#' || line[0] == '\n')
+			continue;
+		if (sscanf(line, "%15s", kw) != 1)
+			continue;
+		if (strcmp(kw, "model") == 0) {
+			sscanf(line, "%*s %47s", p->model);
+			continue;
+		}
+		if (strcmp(kw, "layer") != 0 ||
+		    sscanf(line, "%*s %47s %llu %lf %lf", name, &params, &fwd, &bwd) != 4 ||
+		    params == 0 || fwd < 0 || bwd < 0) {
+			snprintf(err, errlen,
+				 "%s:%d: expected 'layer <name> <params> <fwd_s> <bwd_s>'", path,
+				 lineno);
+			fclose(f);
+			ps_profile_free(p);
+			return -EINVAL;
+		}
+		if (p->nlayers == cap) {
+			cap = cap ? cap * 2 : 64;
+			struct ps_layer *n = realloc(p->layers, cap * sizeof(*n));
+			if (!n) {
+				fclose(f);
+				ps_profile_free(p);
+				snprintf(err, errlen, "out of memory reading %s", path);
+				return -ENOMEM;
+			}
+			p->layers = n;
+		}
+		struct ps_layer *l = &p->layers[p->nlayers++];
+		snprintf(l->name, sizeof(l->name), "%s", name);
+		l->params = params;
+		l->fwd_s = fwd;
+		l->bwd_s = bwd;
+	}
+	fclose(f);
+	if (p->nlayers == 0) {
+		snprintf(err, errlen, "profile %s has no layer lines", path);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+void ps_profile_free(struct ps_profile *p)
+{
+	free(p->layers);
+	p->layers = NULL;
+	p->nlayers = 0;
+}
+
+uint64_t ps_profile_params(const struct ps_profile *p)
+{
+	uint64_t s = 0;
+
+	for (int i = 0; i < p->nlayers; i++)
+		s += p->layers[i].params;
+	return s;
+}

@@ -1,0 +1,178 @@
+/*
+ * Mercury's reference parameter server: types shared by its parts.
+ *
+ * One process per node runs a server (owns some tensor slices, aggregates) and a worker
+ * (emulated compute, pushes gradients, pulls aggregated results), the paper's co-located
+ * layout. Everything is in one struct ps_node so several nodes can live in one process
+ * (the unit tests run small clusters over loopback that way).
+ */
+#ifndef MERCURY_PS_H
+#define MERCURY_PS_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define PS_MAX_NODES 16
+#define PS_MAX_CONNS 16
+
+enum ps_mode {
+	PS_FIFO = 0,  /* vanilla PS: whole tensors in ready order, aggregate whole tensors */
+	PS_PARTITION, /* ByteScheduler-like: partitions, credit, priority queue, req/resp */
+	PS_MERCURY,   /* whole tensors, packet priority via tags, immediate aggregation */
+	PS_MODE_MAX,
+};
+
+const char *ps_mode_name(enum ps_mode m);
+int ps_mode_from_name(const char *s, enum ps_mode *out);
+
+/* ---- model profile (models/NAME.prof) ---- */
+
+struct ps_layer {
+	char name[48];
+	uint64_t params; /* as in the model definition */
+	double fwd_s;	 /* emulated forward time at the profile's GPU speed */
+	double bwd_s;
+};
+
+struct ps_profile {
+	char model[48];
+	int nlayers;
+	struct ps_layer *layers; /* layer 0 = input side */
+};
+
+/* Loads a profile; 0, or negative errno with a message in err. */
+int ps_profile_load(const char *path, struct ps_profile *p, char *err, size_t errlen);
+void ps_profile_free(struct ps_profile *p);
+uint64_t ps_profile_params(const struct ps_profile *p);
+
+/* ---- placement (MXNet KVStore rules) ---- */
+
+struct ps_slice {
+	int layer;
+	int server;
+	uint64_t off; /* first parameter of the slice within the (shrunk) tensor */
+	uint64_t len; /* parameters */
+};
+
+struct ps_placement {
+	int nlayers;
+	int nslices;
+	struct ps_slice *slices; /* ordered by layer, then offset */
+	int *first;		 /* per layer: index of its first slice */
+	int *count;		 /* per layer: number of slices */
+	uint64_t *len;		 /* per layer: shrunk parameter count */
+};
+
+/*
+ * Places every layer: a layer whose original parameter count exceeds `bound` (or every layer
+ * when split_all) is sliced evenly over all servers, the first (len % n) slices one larger;
+ * a smaller one lives whole on server (layer * 9973) % n, MXNet's default key hash.
+ * orig decides, len (the shrunk counts, each >= 1) is what gets sliced.
+ */
+int ps_place(const uint64_t *orig, const uint64_t *len, int nlayers, int nservers, uint64_t bound,
+	     bool split_all, struct ps_placement *pl);
+void ps_placement_free(struct ps_placement *pl);
+
+/* ---- the ideal iteration (BRIEF section 1) ---- */
+
+struct ps_ideal_in {
+	int nlayers;
+	int nodes;
+	const double *fwd_s, *bwd_s;
+	const double *egress_bytes; /* [node * nlayers + layer]: bytes node n sends for layer l */
+	double rate_Bps;	    /* bottleneck goodput per node egress, bytes per second */
+};
+
+/*
+ * Steady-state iteration time of the recurrence: layer m's traffic precedes layer n's when
+ * m < n with immediate preemption, tau_pull(l) = tau_push(l), and
+ * tau_fp(l) = max(tau_pull(l), tau_fp(l-1)) + t_fp(l). Per node the egress is a preemptive
+ * priority fluid server; a layer's pull completes when every node has sent its bytes.
+ * Also returns the comm-only and compute-only times when the pointers are non-NULL.
+ */
+double ps_ideal_iteration(const struct ps_ideal_in *in, double *comm_only, double *compute_only);
+
+/* Bytes node n sends for layer l in one iteration (push to other servers + pull to other
+ * workers), co-located layout. out has nodes * nlayers entries. */
+void ps_egress_bytes(const struct ps_placement *pl, int nodes, double *out);
+
+/* ---- wire protocol ---- */
+
+#define PS_MAGIC 0x4d505331u /* "MPS1" */
+
+enum ps_msg_type {
+	PS_MSG_HELLO = 1, /* worker -> server: layer = worker rank, slice = connection index */
+	PS_MSG_READY,	  /* server -> worker: every worker's connections are in */
+	PS_MSG_PUSH,	  /* worker -> server: gradient floats [off, off+len) of a slice */
+	PS_MSG_PUSH_ACK,  /* server -> worker (partition): range aggregated */
+	PS_MSG_PULL_REQ,  /* worker -> server (partition): send me that range */
+	PS_MSG_PULL_DATA, /* server -> worker: aggregated floats [off, off+len) */
+	PS_MSG_BYE,	  /* worker -> server: done, closing is no error from now on */
+};
+
+struct ps_msg_hdr {
+	uint32_t magic;
+	uint16_t type;
+	uint16_t pad;
+	uint32_t layer;
+	uint32_t slice; /* index in the placement */
+	uint64_t iter;
+	uint64_t off; /* parameters, within the slice */
+	uint64_t len; /* parameters; payload is len * 4 bytes for PUSH and PULL_DATA */
+};
+
+int ps_read_full(int fd, void *buf, size_t len);
+int ps_write_msg(int fd, const struct ps_msg_hdr *h, const void *payload, size_t payload_len);
+
+/* ---- run configuration ---- */
+
+struct ps_config {
+	enum ps_mode mode;
+	int nodes;
+	int rank;
+	char hosts[PS_MAX_NODES][64];
+	uint16_t port;
+	int conns;	 /* connections per worker-server pair (mercury mode) */
+	uint64_t chunk;	 /* immediate-aggregation chunk, parameters */
+	uint64_t part;	 /* partition mode: parameters per partition */
+	uint64_t credit; /* partition mode: parameters in flight */
+	uint64_t bound;	 /* MXNET_KVSTORE_BIGARRAY_BOUND */
+	bool split_all;
+	uint64_t shrink;   /* parameter counts divided by this */
+	double time_scale; /* profile compute times multiplied by this */
+	int iters, warmup;
+	bool verify;	  /* pseudo-random gradients, every pull checked bitwise */
+	double timeout_s; /* no progress for this long: error */
+	double slow_s;	  /* extra compute per layer on worker slow_rank (tests) */
+	int slow_rank;
+	int die_rank;	      /* this worker exits mid-iteration (tests); -1: none */
+	const char *timeline; /* TSV of per-layer events, or NULL */
+	int tag_levels;	      /* priority levels the tags use (mercury) */
+};
+
+void ps_config_defaults(struct ps_config *c);
+
+/* Per-node result. */
+struct ps_result {
+	double iter_s;	     /* steady-state iteration time measured by this worker */
+	double *fp_end;	     /* forward-pass end per iteration (warmup+iters+1 values) */
+	uint64_t bytes_sent; /* payload + headers written by this node */
+	uint64_t mismatches; /* verify: floats that differed from the local reference */
+	uint64_t pulls_checked;
+	double cpu_s;
+};
+
+/*
+ * Runs one node (server + worker) to the end: connects to every node's server, trains
+ * cfg->iters + cfg->warmup iterations, waits for every worker's goodbye. res->fp_end must
+ * hold warmup + iters + 1 doubles. 0, or negative errno with a one-line message in err.
+ */
+int ps_node_run(const struct ps_config *cfg, const struct ps_profile *prof, struct ps_result *res,
+		char *err, size_t errlen);
+
+/* The deterministic gradient of worker w for (layer, iteration, index); exact floats. */
+float ps_grad_value(int worker, int layer, uint64_t iter, uint64_t index);
+
+#endif

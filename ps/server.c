@@ -1,0 +1,213 @@
+/*
+ * Server side: receives pushes, aggregates, answers pulls.
+ *
+ * Every worker's bytes of a slice arrive in offset order on one connection (one message per
+ * slice, or partitions in offset order), so progress per worker is one counter, got[w]. What
+ * is summed is [agg, min_w got[w]): in fifo mode got[] only moves at the end of a whole
+ * tensor, in partition mode at partition ends, in mercury mode after every chunk read from
+ * the socket (immediate aggregation). Sums run over workers 0..N-1 in that order, so the
+ * result is bitwise the sum a worker computes locally in the same order.
+ *
+ * Partition mode follows ps-lite: a push is answered (PUSH_ACK) as soon as it is received,
+ * which returns the worker's credit; the worker then asks for the partition (PULL_REQ) and
+ * the server answers once the partition is aggregated, holding the request until then.
+ * (Returning credit only after aggregation deadlocks: two workers holding credit for
+ * different partitions each wait for the other's.)
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "node.h"
+
+/* Sums [from, to) of a slice and tells every worker. Called with s->mu held. */
+static void aggregate(struct ps_node *n, struct ps_sslice *s, uint64_t from, uint64_t to)
+{
+	int N = n->cfg.nodes, layer = s->sl->layer, slice = (int)(s->sl - n->pl.slices);
+	int k = ps_conn_of_layer(n, layer);
+	uint64_t iter = s->cur_iter;
+
+	for (uint64_t j = from; j < to; j++) {
+		float v = s->recv[0][j];
+
+		for (int w = 1; w < N; w++)
+			v += s->recv[w][j];
+		s->sum[j] = v;
+	}
+	if (n->cfg.mode == PS_PARTITION)
+		return; /* pulls are answered on request, see serve_pending() */
+	for (int w = 0; w < N; w++)
+		ps_enqueue(n->sconn[w][k], PS_MSG_PULL_DATA, slice, iter, from, to - from,
+			   s->sum + from, iter << 32 | (uint64_t)layer);
+}
+
+static bool servable(const struct ps_sslice *s, const struct ps_pending *p)
+{
+	return p->iter < s->cur_iter || (p->iter == s->cur_iter && p->off + p->len <= s->agg);
+}
+
+/* Answers the pull requests that aggregation has caught up with. s->mu held. */
+static void serve_pending(struct ps_node *n, struct ps_sslice *s)
+{
+	int slice = (int)(s->sl - n->pl.slices);
+
+	for (int w = 0; w < n->cfg.nodes; w++) {
+		int done = 0;
+
+		while (done < s->npend[w] && servable(s, &s->pend[w][done])) {
+			struct ps_pending *p = &s->pend[w][done++];
+			ps_enqueue(n->sconn[w][0], PS_MSG_PULL_DATA, slice, p->iter, p->off, p->len,
+				   s->sum + p->off, 0);
+		}
+		memmove(s->pend[w], s->pend[w] + done, (s->npend[w] - done) * sizeof(*s->pend[w]));
+		s->npend[w] -= done;
+	}
+}
+
+/* Called with s->mu held after got[] moved. */
+static void try_aggregate(struct ps_node *n, struct ps_sslice *s)
+{
+	uint64_t m = s->sl->len, target;
+
+	for (int w = 0; w < n->cfg.nodes; w++) {
+		uint64_t g = s->got_iter[w] == s->cur_iter ? s->got[w] : 0;
+		if (g < m)
+			m = g;
+	}
+	target = m;
+	if (n->cfg.mode == PS_MERCURY && m < s->sl->len)
+		target = m / n->cfg.chunk * n->cfg.chunk;
+	if (target <= s->agg)
+		return;
+	aggregate(n, s, s->agg, target);
+	s->agg = target;
+	if (s->agg == s->sl->len) {
+		s->cur_iter++;
+		s->agg = 0;
+	}
+	if (n->cfg.mode == PS_PARTITION)
+		serve_pending(n, s);
+}
+
+static int on_push(struct ps_conn *c, const struct ps_msg_hdr *h)
+{
+	struct ps_node *n = c->node;
+	struct ps_sslice *s;
+	int w = c->peer;
+
+	if (h->slice >= (uint32_t)n->pl.nslices || n->pl.slices[h->slice].server != n->cfg.rank) {
+		ps_fail(n, "server %d: worker %d pushed slice %u that lives elsewhere", n->cfg.rank,
+			w, h->slice);
+		return -EPROTO;
+	}
+	s = &n->ss[h->slice];
+	pthread_mutex_lock(&s->mu);
+	if (s->got_iter[w] != h->iter) {
+		s->got_iter[w] = h->iter;
+		s->got[w] = 0;
+	}
+	bool ok = h->iter == s->cur_iter && h->off == s->got[w] && h->len <= s->sl->len - h->off;
+	pthread_mutex_unlock(&s->mu);
+	if (!ok) {
+		ps_fail(n,
+			"server %d: worker %d pushed slice %u iteration %llu [%llu,+%llu) out of "
+			"order (aggregating iteration %llu)",
+			n->cfg.rank, w, h->slice, (unsigned long long)h->iter,
+			(unsigned long long)h->off, (unsigned long long)h->len,
+			(unsigned long long)s->cur_iter);
+		return -EPROTO;
+	}
+	/* Mercury publishes progress chunk by chunk; the others once the message is in. */
+	uint64_t step = n->cfg.mode == PS_MERCURY ? n->cfg.chunk : h->len;
+	for (uint64_t done = 0; done < h->len;) {
+		uint64_t take = h->len - done < step ? h->len - done : step;
+		int r = ps_read_full(c->fd, s->recv[w] + h->off + done, take * sizeof(float));
+
+		if (r)
+			return r;
+		done += take;
+		pthread_mutex_lock(&s->mu);
+		s->got[w] += take;
+		try_aggregate(n, s);
+		pthread_mutex_unlock(&s->mu);
+	}
+	if (n->cfg.mode == PS_PARTITION) /* receipt: returns the worker's credit */
+		return ps_enqueue(c, PS_MSG_PUSH_ACK, (int)h->slice, h->iter, h->off, h->len, NULL,
+				  0);
+	return 0;
+}
+
+static int on_pull_req(struct ps_conn *c, const struct ps_msg_hdr *h)
+{
+	struct ps_node *n = c->node;
+
+	if (h->slice >= (uint32_t)n->pl.nslices || n->pl.slices[h->slice].server != n->cfg.rank ||
+	    h->off + h->len > n->pl.slices[h->slice].len) {
+		ps_fail(n, "server %d: bad pull request from worker %d", n->cfg.rank, c->peer);
+		return -EPROTO;
+	}
+	struct ps_sslice *s = &n->ss[h->slice];
+	struct ps_pending p = {h->iter, h->off, h->len};
+	int w = c->peer, r = 0;
+
+	pthread_mutex_lock(&s->mu);
+	if (servable(s, &p) && s->npend[w] == 0) {
+		r = ps_enqueue(c, PS_MSG_PULL_DATA, (int)h->slice, h->iter, h->off, h->len,
+			       s->sum + h->off, 0);
+	} else {
+		if (s->npend[w] == s->cappend[w]) {
+			int cap = s->cappend[w] ? s->cappend[w] * 2 : 16;
+			struct ps_pending *q = realloc(s->pend[w], cap * sizeof(*q));
+			if (!q) {
+				pthread_mutex_unlock(&s->mu);
+				return -ENOMEM;
+			}
+			s->pend[w] = q;
+			s->cappend[w] = cap;
+		}
+		s->pend[w][s->npend[w]++] = p;
+	}
+	pthread_mutex_unlock(&s->mu);
+	return r;
+}
+
+void *ps_server_rx(void *arg)
+{
+	struct ps_conn *c = arg;
+	struct ps_node *n = c->node;
+	struct ps_msg_hdr h;
+	int r = 0;
+
+	for (;;) {
+		r = ps_read_full(c->fd, &h, sizeof(h));
+		if (r)
+			break;
+		if (h.magic != PS_MAGIC) {
+			r = -EPROTO;
+			break;
+		}
+		if (h.type == PS_MSG_PUSH)
+			r = on_push(c, &h);
+		else if (h.type == PS_MSG_PULL_REQ)
+			r = on_pull_req(c, &h);
+		else if (h.type == PS_MSG_BYE) {
+			pthread_mutex_lock(&n->mu);
+			if (!n->bye_from[c->peer]) {
+				n->bye_from[c->peer] = true;
+				n->byes++;
+			}
+			pthread_cond_broadcast(&n->cv);
+			pthread_mutex_unlock(&n->mu);
+		} else
+			r = -EPROTO;
+		if (r)
+			break;
+	}
+	pthread_mutex_lock(&n->mu);
+	bool expected = n->bye_from[c->peer];
+	pthread_mutex_unlock(&n->mu);
+	if (!expected && !atomic_load(&n->closing))
+		ps_fail(n, "server %d: worker %d disconnected mid-iteration (connection %d: %s)",
+			n->cfg.rank, c->peer, c->index, strerror(-r));
+	return NULL;
+}
