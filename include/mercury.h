@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * libmercury: the client library training frameworks call to tell the local mercuryd which
+ * bytes of which TCP socket carry which layer. The daemon turns (job, layer, direction,
+ * iteration) into a priority level with Mercury's policy and writes the kernel's per-socket
+ * tag table; the TC classifier then steers every packet of those bytes into the band of its
+ * level.
+ *
+ * Rules of use:
+ *  - Tag before you write: a tag call returns only after the daemon has put the range in the
+ *    kernel map, so bytes written after it returns are classified by it.
+ *  - Ranges on one socket go forward: each tag starts at or after the end of the previous.
+ *    mercury_tag_next() starts at the socket's current write position (or where the previous
+ *    tag on this socket ended, if that is later, so you may tag ahead of your writes).
+ *  - Put tensors of different urgency on different sockets: TCP cannot reorder bytes inside
+ *    one stream, so a packet can only overtake packets of other sockets.
+ *  - The library never keeps your socket: it passes the fd to the daemon (SCM_RIGHTS), which
+ *    reads what it needs and closes its copy at once.
+ *
+ * All functions are thread-safe (one request at a time per client; use one client per thread
+ * for parallelism), allocate nothing after mercury_connect(), and return 0 or a negative errno;
+ * mercury_strerror() explains the Mercury-specific ones.
+ */
+#ifndef MERCURY_H
+#define MERCURY_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MERCURY_DEFAULT_SOCKET "/run/mercury/mercuryd.sock"
+
+struct mercury_client;
+
+enum mercury_dir {
+	MERCURY_PUSH = 0, /* gradients, worker -> server */
+	MERCURY_PULL = 1, /* parameters, server -> worker */
+};
+
+/* One tensor of a batch. layer counts from 1 (the input side). */
+struct mercury_tensor {
+	uint64_t len;       /* bytes, > 0 */
+	uint32_t layer;     /* 1 .. n_layers of the job */
+	uint32_t dir;       /* enum mercury_dir */
+	uint64_t iteration; /* training step the bytes belong to */
+};
+
+/* Connects to the daemon (path NULL: MERCURY_DEFAULT_SOCKET, or $MERCURY_SOCKET if set). */
+int mercury_connect(const char *path, struct mercury_client **out);
+void mercury_disconnect(struct mercury_client *c);
+
+/* Declares a job: its layer count (layer 1 = input side) and its weight against other jobs on
+ * this node (1 = normal; higher = more urgent). Must precede tags of that job. */
+int mercury_job_declare(struct mercury_client *c, uint32_t job, uint32_t n_layers,
+			uint32_t weight);
+
+/* Marks the start of iteration `iteration` of `job` (the oldest unfinished iteration is the
+ * one whose traffic goes first) and its end (all its traffic sent and received). */
+int mercury_iteration_begin(struct mercury_client *c, uint32_t job, uint64_t iteration);
+int mercury_iteration_end(struct mercury_client *c, uint32_t job, uint64_t iteration);
+
+/* Checks that fd is a connected TCP socket of the caller, usable for tags. */
+int mercury_register_socket(struct mercury_client *c, int fd);
+
+/* The next `len` bytes written to fd carry `layer` of `job` in direction `dir`. */
+int mercury_tag_next(struct mercury_client *c, int fd, uint32_t job, uint32_t layer,
+		     enum mercury_dir dir, uint64_t iteration, uint64_t len);
+
+/* n (<= MERCURY_MAX_BATCH) tensors that will be written to fd back to back, in this order,
+ * starting at the socket's next write position: one round trip for all of them. */
+#define MERCURY_MAX_BATCH 32
+int mercury_tag_batch(struct mercury_client *c, int fd, uint32_t job,
+		      const struct mercury_tensor *t, unsigned n);
+
+/* Explicit stream offsets (the classifier's: tcpi_bytes_acked based). */
+int mercury_tag_range(struct mercury_client *c, int fd, uint32_t job, uint32_t layer,
+		      enum mercury_dir dir, uint64_t iteration, uint64_t offset, uint64_t len);
+
+/* Tags then writes all of buf (retrying short writes). Returns len or a negative errno. */
+ssize_t mercury_send_tensor(struct mercury_client *c, int fd, const void *buf, size_t len,
+			    uint32_t job, uint32_t layer, enum mercury_dir dir,
+			    uint64_t iteration);
+
+/* Bytes and packets the classifier put in each band for this socket (index = band). */
+struct mercury_socket_stats {
+	uint64_t bytes[16];
+	uint64_t packets[16];
+};
+int mercury_socket_stats(struct mercury_client *c, int fd, struct mercury_socket_stats *out);
+
+/* A message for any negative return of this library. */
+const char *mercury_strerror(int err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* MERCURY_H */
