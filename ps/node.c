@@ -135,6 +135,12 @@ void *ps_tx(void *arg)
 		atomic_fetch_add(&n->bytes_sent, sizeof(it.h) + plen);
 		if (it.h.type == PS_MSG_PUSH)
 			ps_record(n, 'p', (int)it.h.layer, it.h.iter, t0, ps_now());
+		if (it.h.type == PS_MSG_BYE) {
+			pthread_mutex_lock(&n->mu);
+			n->byes_sent++;
+			pthread_cond_broadcast(&n->cv);
+			pthread_mutex_unlock(&n->mu);
+		}
 	}
 	return NULL;
 }

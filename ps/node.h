@@ -46,6 +46,7 @@ struct ps_conn {
 	bool threads;
 	float *scratch; /* worker side, when pulls are not kept */
 	void *tag;	/* libmercury registration (mercury mode) */
+	bool got_bye;	/* server side: the worker closes this one on purpose */
 };
 
 struct ps_pending {
@@ -90,8 +91,7 @@ struct ps_node {
 	int listen_fd;
 	struct ps_conn *sconn[PS_MAX_NODES][PS_MAX_CONNS];
 	struct ps_sslice *ss; /* indexed by slice; only own slices allocated */
-	int byes;
-	bool bye_from[PS_MAX_NODES];
+	int byes;	      /* goodbyes received, one per connection */
 	pthread_t acceptor;
 	bool acceptor_started;
 
@@ -108,6 +108,7 @@ struct ps_node {
 	int nparts, capparts;
 	uint64_t inflight;
 	int readies;
+	int byes_sent; /* our goodbyes actually written */
 	bool worker_done;
 	uint64_t mismatches, pulls_checked;
 

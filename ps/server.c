@@ -191,9 +191,10 @@ void *ps_server_rx(void *arg)
 		else if (h.type == PS_MSG_PULL_REQ)
 			r = on_pull_req(c, &h);
 		else if (h.type == PS_MSG_BYE) {
+			/* Sent on every connection: its EOF follows on the same stream. */
 			pthread_mutex_lock(&n->mu);
-			if (!n->bye_from[c->peer]) {
-				n->bye_from[c->peer] = true;
+			if (!c->got_bye) {
+				c->got_bye = true;
 				n->byes++;
 			}
 			pthread_cond_broadcast(&n->cv);
@@ -204,7 +205,7 @@ void *ps_server_rx(void *arg)
 			break;
 	}
 	pthread_mutex_lock(&n->mu);
-	bool expected = n->bye_from[c->peer];
+	bool expected = c->got_bye;
 	pthread_mutex_unlock(&n->mu);
 	if (!expected && !atomic_load(&n->closing))
 		ps_fail(n, "server %d: worker %d disconnected mid-iteration (connection %d: %s)",

@@ -15,7 +15,7 @@ int ps_read_full(int fd, void *buf, size_t len)
 		ssize_t n = read(fd, p, len);
 
 		if (n == 0)
-			return -ECONNRESET; /* peer closed */
+			return -ENODATA; /* peer closed the stream */
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;

@@ -285,10 +285,13 @@ static bool all_ready(struct ps_node *n, long arg)
 	return n->readies >= n->cfg.nodes;
 }
 
+/* Every worker said goodbye to us and ours are on the wire: closing is safe now. */
 static bool all_byes(struct ps_node *n, long arg)
 {
 	(void)arg;
-	return n->byes >= n->cfg.nodes;
+	int all = n->cfg.nodes * n->K;
+
+	return n->byes >= all && n->byes_sent >= all;
 }
 
 /* Simulated crash: drop every connection without a goodbye. */
@@ -358,7 +361,8 @@ int ps_worker_main(struct ps_node *n, struct ps_result *res)
 	n->worker_done = true;
 	pthread_mutex_unlock(&n->mu);
 	for (int s = 0; s < n->cfg.nodes; s++)
-		ps_enqueue(n->wconn[s][0], PS_MSG_BYE, 0, 0, 0, 0, NULL, UINT64_MAX);
+		for (int k = 0; k < n->K; k++)
+			ps_enqueue(n->wconn[s][k], PS_MSG_BYE, -1, 0, 0, 0, NULL, UINT64_MAX);
 	pthread_mutex_lock(&n->mu);
 	r = wait_for(n, all_byes, 0, "every worker's goodbye");
 	pthread_mutex_unlock(&n->mu);

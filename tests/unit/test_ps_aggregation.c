@@ -1,0 +1,242 @@
+/*
+ * The PS end to end over loopback, nodes as threads: what every worker pulls equals, bit for
+ * bit, the sum computed locally in the same order — in every mode, with sizes that are no
+ * multiple of the chunk or partition, split and whole placement, a slow worker — and a worker
+ * that drops out mid-iteration makes every node fail fast instead of hanging.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../../ps/profile.c"
+#include "../../ps/placement.c"
+#include "../../ps/wire.c"
+#include "../../ps/sendq.c"
+#include "../../ps/server.c"
+#include "../../ps/worker.c"
+#include "../../ps/node.c"
+
+/* Tags are libmercury's business; these tests exercise the PS alone. */
+int ps_tag_register(struct ps_conn *c)
+{
+	(void)c;
+	return 0;
+}
+int ps_tag_next(struct ps_conn *c, uint64_t nbytes, int layer, enum ps_dir dir, uint64_t iter)
+{
+	(void)c, (void)nbytes, (void)layer, (void)dir, (void)iter;
+	return 0;
+}
+void ps_tag_unregister(struct ps_conn *c)
+{
+	(void)c;
+}
+
+/* 1 (less than a chunk), 999, 1001 (one more than a chunk), 12345, and one array over the
+ * split bound, so both placements and ragged tails are exercised. */
+static struct ps_layer layers[] = {
+    {"a", 1, 0.0005, 0.001},	 {"b", 999, 0.0005, 0.001},    {"c", 1001, 0.0005, 0.001},
+    {"d", 12345, 0.0005, 0.001}, {"e", 100003, 0.0005, 0.001},
+};
+static struct ps_profile prof = {"unit", 5, layers};
+
+struct node_arg {
+	struct ps_config cfg;
+	struct ps_result res;
+	double fp_end[16];
+	int rc;
+	char err[256];
+};
+
+static void *node_main(void *p)
+{
+	struct node_arg *a = p;
+
+	a->res.fp_end = a->fp_end;
+	a->rc = ps_node_run(&a->cfg, &prof, &a->res, a->err, sizeof(a->err));
+	return NULL;
+}
+
+static uint16_t next_port(void)
+{
+	static uint16_t base;
+
+	if (!base)
+		base = (uint16_t)(20000 + (getpid() % 1000) * 12);
+	base += 4;
+	return base;
+}
+
+/* Runs n nodes with cfg; fills a[0..n). Returns the wall time. */
+static double run_cluster(const struct ps_config *cfg, int n, struct node_arg *a)
+{
+	pthread_t th[PS_MAX_NODES];
+	uint16_t port = next_port();
+	double t0 = ps_now();
+
+	for (int i = 0; i < n; i++) {
+		memset(&a[i], 0, sizeof(a[i]));
+		a[i].cfg = *cfg;
+		a[i].cfg.nodes = n;
+		a[i].cfg.rank = i;
+		for (int j = 0; j < n; j++)
+			snprintf(a[i].cfg.hosts[j], sizeof(a[i].cfg.hosts[j]), "127.0.0.1:%u",
+				 port + j);
+		assert_int_equal(pthread_create(&th[i], NULL, node_main, &a[i]), 0);
+	}
+	for (int i = 0; i < n; i++)
+		pthread_join(th[i], NULL);
+	return ps_now() - t0;
+}
+
+static void base_config(struct ps_config *c, enum ps_mode mode)
+{
+	ps_config_defaults(c);
+	c->mode = mode;
+	c->verify = true;
+	c->iters = 2;
+	c->warmup = 1;
+	c->chunk = 1000;   /* none of the sizes is a multiple of it */
+	c->part = 3000;	   /* partitions with ragged ends */
+	c->credit = 10000; /* a few partitions in flight */
+	c->bound = 50000;  /* layer e is split over all servers */
+	c->conns = 3;
+	c->timeout_s = 20;
+}
+
+static void expect_exact(struct node_arg *a, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (a[i].rc)
+			print_message("node %d: %s\n", i, a[i].err);
+	for (int i = 0; i < n; i++) {
+		if (a[i].rc)
+			fail_msg("node %d failed: %s", i, a[i].err);
+		assert_int_equal(a[i].res.mismatches, 0);
+		/* every layer of every iteration was pulled and checked */
+		assert_int_equal(a[i].res.pulls_checked,
+				 (uint64_t)prof.nlayers * (a[i].cfg.iters + a[i].cfg.warmup));
+	}
+}
+
+static void check_mode(enum ps_mode mode, bool split_all, int slow)
+{
+	struct ps_config c;
+	struct node_arg a[3];
+
+	base_config(&c, mode);
+	c.split_all = split_all;
+	if (slow) {
+		c.slow_rank = 1;
+		c.slow_s = 0.004;
+	}
+	run_cluster(&c, 3, a);
+	expect_exact(a, 3);
+}
+
+static void test_fifo_exact(void **s)
+{
+	(void)s;
+	check_mode(PS_FIFO, false, 0);
+}
+static void test_partition_exact(void **s)
+{
+	(void)s;
+	check_mode(PS_PARTITION, false, 0);
+}
+static void test_mercury_exact(void **s)
+{
+	(void)s;
+	check_mode(PS_MERCURY, false, 0);
+}
+static void test_split_all_exact(void **s)
+{
+	(void)s;
+	check_mode(PS_MERCURY, true, 0);
+	check_mode(PS_PARTITION, true, 0);
+}
+static void test_slow_worker_exact(void **s)
+{
+	(void)s;
+	check_mode(PS_MERCURY, false, 1);
+	check_mode(PS_PARTITION, false, 1);
+	check_mode(PS_FIFO, false, 1);
+}
+
+/* The check above can fail: the test values make float sums depend on their order. */
+static void test_values_are_order_sensitive(void **s)
+{
+	(void)s;
+	int differ = 0;
+
+	for (uint64_t j = 0; j < 1000; j++) {
+		float fwd = ps_grad_value(0, 3, 1, j), rev = ps_grad_value(2, 3, 1, j);
+		fwd += ps_grad_value(1, 3, 1, j);
+		fwd += ps_grad_value(2, 3, 1, j);
+		rev += ps_grad_value(1, 3, 1, j);
+		rev += ps_grad_value(0, 3, 1, j);
+		differ += memcmp(&fwd, &rev, sizeof(fwd)) != 0;
+	}
+	assert_true(differ > 10);
+	assert_true(ps_grad_value(0, 1, 0, 5) != ps_grad_value(1, 1, 0, 5));
+	assert_true(ps_grad_value(0, 1, 0, 5) != ps_grad_value(0, 1, 1, 5));
+}
+
+static void test_disconnect_fails_fast(void **s)
+{
+	(void)s;
+	for (int m = 0; m < PS_MODE_MAX; m++) {
+		struct ps_config c;
+		struct node_arg a[3];
+		bool reported = false;
+
+		base_config(&c, (enum ps_mode)m);
+		c.iters = 3;
+		c.die_rank = 2;
+		c.timeout_s = 30; /* far above the bound checked: detection, not the timeout */
+		double wall = run_cluster(&c, 3, a);
+		assert_true(wall < 5.0);
+		for (int i = 0; i < 3; i++) {
+			assert_int_not_equal(a[i].rc, 0);
+			if (strstr(a[i].err, "worker 2 disconnected") ||
+			    strstr(a[i].err, "server 2 went away"))
+				reported = true;
+		}
+		assert_true(reported);
+	}
+}
+
+static void test_bad_address_is_reported(void **s)
+{
+	(void)s;
+	struct ps_config c;
+	struct ps_result r = {0};
+	double fp[8];
+	char err[256] = "";
+
+	base_config(&c, PS_FIFO);
+	c.nodes = 1;
+	snprintf(c.hosts[0], sizeof(c.hosts[0]), "not-an-ip");
+	r.fp_end = fp;
+	assert_int_equal(ps_node_run(&c, &prof, &r, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "bad address"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_values_are_order_sensitive),
+	    cmocka_unit_test(test_fifo_exact),
+	    cmocka_unit_test(test_partition_exact),
+	    cmocka_unit_test(test_mercury_exact),
+	    cmocka_unit_test(test_split_all_exact),
+	    cmocka_unit_test(test_slow_worker_exact),
+	    cmocka_unit_test(test_disconnect_fails_fast),
+	    cmocka_unit_test(test_bad_address_is_reported),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

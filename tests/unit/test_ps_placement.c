@@ -1,0 +1,148 @@
+/* Unit tests of the PS's pure logic: MXNet placement, per-node egress bytes, the ideal bound. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <math.h>
+
+#include "../../ps/placement.c"
+#include "../../ps/ideal.c"
+
+static void test_big_arrays_split_evenly(void **state)
+{
+	(void)state;
+	uint64_t orig[] = {1000, 1000001, 10}, len[] = {1000, 1000001, 10};
+	struct ps_placement pl;
+
+	assert_int_equal(ps_place(orig, len, 3, 4, 1000000, false, &pl), 0);
+	assert_int_equal(pl.count[0], 1);
+	assert_int_equal(pl.count[1], 4);
+	assert_int_equal(pl.count[2], 1);
+	/* 1000001 = 4 * 250000 + 1: the first slice takes the remainder, offsets contiguous. */
+	const struct ps_slice *s = &pl.slices[pl.first[1]];
+	assert_int_equal(s[0].len, 250001);
+	assert_int_equal(s[1].off, 250001);
+	uint64_t sum = 0;
+	for (int i = 0; i < 4; i++) {
+		assert_int_equal(s[i].server, i);
+		assert_int_equal(s[i].layer, 1);
+		sum += s[i].len;
+	}
+	assert_int_equal(sum, 1000001);
+	/* Small arrays live whole on (key * 9973) % servers. */
+	assert_int_equal(pl.slices[pl.first[0]].server, 0);
+	assert_int_equal(pl.slices[pl.first[2]].server, (2 * 9973) % 4);
+	assert_int_equal(pl.slices[pl.first[2]].len, 10);
+	ps_placement_free(&pl);
+}
+
+static void test_bound_is_exclusive_and_split_all(void **state)
+{
+	(void)state;
+	uint64_t orig[] = {1000000, 7}, len[] = {1000000, 7};
+	struct ps_placement pl;
+
+	assert_int_equal(ps_place(orig, len, 2, 3, 1000000, false, &pl), 0);
+	assert_int_equal(pl.count[0], 1); /* exactly at the bound: whole, as MXNet does */
+	ps_placement_free(&pl);
+	assert_int_equal(ps_place(orig, len, 2, 3, 1000000, true, &pl), 0);
+	assert_int_equal(pl.count[0], 3);
+	assert_int_equal(pl.count[1], 3);
+	assert_int_equal(pl.slices[pl.first[1]].len + pl.slices[pl.first[1] + 1].len +
+			     pl.slices[pl.first[1] + 2].len,
+			 7);
+	ps_placement_free(&pl);
+}
+
+static void test_shrunk_sizes_keep_the_original_decision(void **state)
+{
+	(void)state;
+	uint64_t orig[] = {4000000, 2}, len[] = {400, 2};
+	struct ps_placement pl;
+
+	assert_int_equal(ps_place(orig, len, 2, 4, 1000000, false, &pl), 0);
+	assert_int_equal(pl.count[0], 4); /* decided on 4M, sliced on 400 */
+	assert_int_equal(pl.slices[pl.first[0] + 3].len, 100);
+	ps_placement_free(&pl);
+	/* A split tensor smaller than the server count: one parameter per slice. */
+	assert_int_equal(ps_place(orig, len, 2, 4, 1, false, &pl), 0);
+	assert_int_equal(pl.count[1], 2);
+	ps_placement_free(&pl);
+}
+
+static void test_egress_bytes_colocated(void **state)
+{
+	(void)state;
+	uint64_t orig[] = {2000000, 100}, len[] = {2000000, 100};
+	struct ps_placement pl;
+	double eg[2 * 2];
+
+	assert_int_equal(ps_place(orig, len, 2, 2, 1000000, false, &pl), 0);
+	ps_egress_bytes(&pl, 2, eg);
+	/* Split layer: each node pushes its half-gradient for the other server (4 MB) and pulls
+	 * its own half back to the other worker (4 MB). */
+	assert_true(eg[0 * 2 + 0] == 8e6 && eg[1 * 2 + 0] == 8e6);
+	/* Whole layer 1 on server (9973 % 2) = 1: node 0 pushes 400 B, node 1 pulls 400 B. */
+	assert_true(eg[0 * 2 + 1] == 400 && eg[1 * 2 + 1] == 400);
+	ps_placement_free(&pl);
+}
+
+static void test_ideal_no_comm_is_compute(void **state)
+{
+	(void)state;
+	double f[] = {0.1, 0.2}, b[] = {0.2, 0.4}, eg[] = {0, 0}, comm, comp;
+	struct ps_ideal_in in = {2, 1, f, b, eg, 1e9};
+
+	assert_true(fabs(ps_ideal_iteration(&in, &comm, &comp) - 0.9) < 1e-12);
+	assert_true(fabs(comp - 0.9) < 1e-12);
+	assert_true(comm == 0);
+}
+
+static void test_ideal_single_layer(void **state)
+{
+	(void)state;
+	double f[] = {1}, b[] = {1}, eg[] = {3};
+	struct ps_ideal_in in = {1, 1, f, b, eg, 1.0};
+
+	/* Forward 1, backward 1, then 3 s on the wire before the next forward: 5 s. */
+	assert_true(fabs(ps_ideal_iteration(&in, NULL, NULL) - 5) < 1e-12);
+}
+
+static void test_ideal_preempts_big_late_layer(void **state)
+{
+	(void)state;
+	double f[] = {1, 1}, b[] = {1, 1}, eg[] = {1, 4};
+	struct ps_ideal_in in = {2, 1, f, b, eg, 1.0};
+
+	/*
+	 * Layer 1 (4 s of traffic) is ready at t+1 after the forward pass, layer 0 (1 s) at t+2
+	 * and preempts it: layer 0 done at t+3, layer 1 at t+6; the next forward runs layer 0 at
+	 * t+3..t+4 and layer 1 at t+6..t+7. Per iteration: 2 + 5 = 7 s (FIFO would give 8).
+	 */
+	assert_true(fabs(ps_ideal_iteration(&in, NULL, NULL) - 7) < 1e-12);
+}
+
+static void test_ideal_slowest_node_decides(void **state)
+{
+	(void)state;
+	double f[] = {1}, b[] = {1}, eg[] = {1, 3}; /* node 1 sends 3 s worth */
+	struct ps_ideal_in in = {1, 2, f, b, eg, 1.0};
+
+	assert_true(fabs(ps_ideal_iteration(&in, NULL, NULL) - 5) < 1e-12);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_big_arrays_split_evenly),
+	    cmocka_unit_test(test_bound_is_exclusive_and_split_all),
+	    cmocka_unit_test(test_shrunk_sizes_keep_the_original_decision),
+	    cmocka_unit_test(test_egress_bytes_colocated),
+	    cmocka_unit_test(test_ideal_no_comm_is_compute),
+	    cmocka_unit_test(test_ideal_single_layer),
+	    cmocka_unit_test(test_ideal_preempts_big_late_layer),
+	    cmocka_unit_test(test_ideal_slowest_node_decides),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
