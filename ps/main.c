@@ -96,12 +96,14 @@ static void print_result(const struct ps_config *c, const struct ps_profile *p, 
 	}
 	printf(",\"iter_s\":%.6f,\"bytes_sent\":%llu,\"verify\":%s,\"pulls_checked\":%llu,"
 	       "\"mismatches\":%llu,\"cpu_s\":%.3f,\"iters\":%d,\"shrink\":%llu,"
-	       "\"time_scale\":%g,\"split_all\":%s,\"part\":%llu,\"credit\":%llu,\"conns\":%d}\n",
+	       "\"time_scale\":%g,\"split_all\":%s,\"part\":%llu,\"credit\":%llu,\"conns\":%d,"
+	       "\"tagged\":%s,\"tag_errors\":%llu}\n",
 	       r->iter_s, (unsigned long long)r->bytes_sent, c->verify ? "true" : "false",
 	       (unsigned long long)r->pulls_checked, (unsigned long long)r->mismatches, r->cpu_s,
 	       c->iters, (unsigned long long)c->shrink, c->time_scale,
 	       c->split_all ? "true" : "false", (unsigned long long)c->part,
-	       (unsigned long long)c->credit, c->mode == PS_MERCURY ? c->conns : 1);
+	       (unsigned long long)c->credit, c->mode == PS_MERCURY ? c->conns : 1,
+	       r->tagged ? "true" : "false", (unsigned long long)r->tag_errors);
 	fflush(stdout);
 }
 

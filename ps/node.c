@@ -493,6 +493,8 @@ int ps_node_run(const struct ps_config *cfg, const struct ps_profile *prof, stru
 			 ntohs(sa.sin_port), strerror(errno));
 		goto out;
 	}
+	if (cfg->mode == PS_MERCURY)
+		ps_tag_open(n);
 	if (pthread_create(&n->acceptor, NULL, acceptor, n)) {
 		r = -EAGAIN;
 		goto out;
@@ -508,6 +510,8 @@ int ps_node_run(const struct ps_config *cfg, const struct ps_profile *prof, stru
 		res->mismatches = n->mismatches;
 		res->pulls_checked = n->pulls_checked;
 	}
+	res->tagged = n->tagger != NULL;
+	res->tag_errors = atomic_load(&n->tag_errors);
 out:
 	atomic_store(&n->closing, true);
 	shutdown_all(n);
@@ -520,6 +524,7 @@ out:
 		}
 	if (n->listen_fd >= 0)
 		close(n->listen_fd);
+	ps_tag_close(n);
 	if (atomic_load(&n->failed)) {
 		snprintf(err, errlen, "%s", n->err);
 		if (!r)

@@ -116,6 +116,8 @@ struct ps_node {
 	atomic_bool failed, closing;
 	char err[256];
 	atomic_uint_fast64_t bytes_sent;
+	void *tagger; /* libmercury client, mercury mode */
+	atomic_uint_fast64_t tag_errors;
 	struct ps_event *ev;
 	int nev, capev;
 };
@@ -133,6 +135,9 @@ void *ps_tx(void *arg);
 int ps_worker_main(struct ps_node *n, struct ps_result *res);
 
 /* Tagging (tag.c; a stub in the unit tests). */
+int ps_tag_open(struct ps_node *n);
+void ps_tag_close(struct ps_node *n);
+void ps_tag_iteration(struct ps_node *n, uint64_t iter, bool begin);
 int ps_tag_register(struct ps_conn *c);
 int ps_tag_next(struct ps_conn *c, uint64_t nbytes, int layer, enum ps_dir dir, uint64_t iter);
 void ps_tag_unregister(struct ps_conn *c);

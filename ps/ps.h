@@ -162,6 +162,8 @@ struct ps_result {
 	uint64_t mismatches; /* verify: floats that differed from the local reference */
 	uint64_t pulls_checked;
 	double cpu_s;
+	bool tagged;	     /* mercury mode: tags reached mercuryd */
+	uint64_t tag_errors; /* tag calls that failed */
 };
 
 /*

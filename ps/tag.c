@@ -1,33 +1,103 @@
 /*
- * The one place where the PS tells Mercury which bytes carry which layer. Built against
- * libmercury (include/mercury.h) when it is there; without it the calls are no-ops and
- * mercury mode runs without packet priority (reported by ps_tag_available()).
+ * The one place where the PS tells Mercury which bytes carry which layer, through libmercury:
+ * one client per node (job 1, the profile's layer count), every connection registered, and
+ * each message tagged (layer, direction, iteration) right before its bytes are written.
+ * Iteration boundaries go to the daemon too, so the oldest iteration's traffic goes first.
+ *
+ * The library's symbols are weak: if this build's libmercury lacks them, or no mercuryd
+ * answers, mercury mode says so once and runs without packet priority (the JSON result's
+ * "tagged" is false), rather than failing.
  */
-#include "node.h"
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 
-#if __has_include("mercury.h")
-#define PS_HAVE_LIBMERCURY 0 /* wired once the library's API is settled */
-#else
-#define PS_HAVE_LIBMERCURY 0
-#endif
+#include "node.h"
+#include "mercury.h"
+
+#pragma weak mercury_connect
+#pragma weak mercury_disconnect
+#pragma weak mercury_job_declare
+#pragma weak mercury_register_socket
+#pragma weak mercury_tag_next
+#pragma weak mercury_iteration_begin
+#pragma weak mercury_iteration_end
+#pragma weak mercury_strerror
+
+#define PS_JOB 1
+
+static const char *why(int err)
+{
+	return mercury_strerror ? mercury_strerror(err) : "libmercury not built in";
+}
+
+int ps_tag_open(struct ps_node *n)
+{
+	struct mercury_client *cl = NULL;
+	int r;
+
+	if (!mercury_connect) {
+		fprintf(stderr, "mercury-ps: built without libmercury: mercury mode runs without "
+				"packet priority\n");
+		return -ENOSYS;
+	}
+	r = mercury_connect(getenv("MERCURY_SOCKET"), &cl);
+	if (!r)
+		r = mercury_job_declare(cl, PS_JOB, (uint32_t)n->L, 1);
+	if (r) {
+		fprintf(stderr,
+			"mercury-ps: node %d: cannot use mercuryd (%s): mercury mode runs "
+			"without packet priority (start `mercuryd serve`, set MERCURY_SOCKET)\n",
+			n->cfg.rank, why(r));
+		if (cl)
+			mercury_disconnect(cl);
+		return r;
+	}
+	n->tagger = cl;
+	return 0;
+}
+
+void ps_tag_close(struct ps_node *n)
+{
+	if (n->tagger)
+		mercury_disconnect(n->tagger);
+	n->tagger = NULL;
+}
 
 int ps_tag_register(struct ps_conn *c)
 {
-	(void)c;
-	return 0;
+	if (!c->node->tagger)
+		return -ENOTCONN;
+	int r = mercury_register_socket(c->node->tagger, c->fd);
+	if (r)
+		fprintf(stderr, "mercury-ps: node %d: registering a socket with mercuryd: %s\n",
+			c->node->cfg.rank, why(r));
+	c->tag = r ? NULL : c->node->tagger;
+	return r;
 }
 
 int ps_tag_next(struct ps_conn *c, uint64_t nbytes, int layer, enum ps_dir dir, uint64_t iter)
 {
-	(void)c;
-	(void)nbytes;
-	(void)layer;
-	(void)dir;
-	(void)iter;
-	return 0;
+	if (!c->tag)
+		return -ENOTCONN;
+	int r = mercury_tag_next(c->tag, c->fd, PS_JOB, (uint32_t)layer + 1,
+				 dir == PS_DIR_PUSH ? MERCURY_PUSH : MERCURY_PULL, iter, nbytes);
+	if (r)
+		atomic_fetch_add(&c->node->tag_errors, 1);
+	return r;
+}
+
+void ps_tag_iteration(struct ps_node *n, uint64_t iter, bool begin)
+{
+	if (!n->tagger)
+		return;
+	int r = begin ? mercury_iteration_begin(n->tagger, PS_JOB, iter)
+		      : mercury_iteration_end(n->tagger, PS_JOB, iter);
+	if (r)
+		atomic_fetch_add(&n->tag_errors, 1);
 }
 
 void ps_tag_unregister(struct ps_conn *c)
 {
-	(void)c;
+	c->tag = NULL; /* the daemon forgets a socket when it closes */
 }

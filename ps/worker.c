@@ -337,8 +337,11 @@ int ps_worker_main(struct ps_node *n, struct ps_result *res)
 			ps_record(n, 'f', l, (uint64_t)it, t0, cursor);
 		}
 		res->fp_end[it] = cursor;
+		if (it > 0)
+			ps_tag_iteration(n, (uint64_t)it - 1, false); /* all its pulls are in */
 		if (it == total)
 			break;
+		ps_tag_iteration(n, (uint64_t)it, true);
 		for (int l = n->L - 1; l >= 0; l--) {
 			double t0 = cursor;
 
