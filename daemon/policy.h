@@ -1,0 +1,35 @@
+/* Mercury's priority policy: (job, layer, direction, iteration) -> priority level. Pure. */
+#ifndef MERCURY_POLICY_H
+#define MERCURY_POLICY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define POLICY_MAX_JOBS 64
+
+struct policy_job {
+	uint32_t job, n_layers, weight;
+	uint64_t oldest_open; /* oldest iteration begun and not ended */
+	uint64_t ended_mask;  /* bit i: iteration oldest_open + i has ended */
+	bool has_open;
+};
+
+struct policy {
+	struct policy_job jobs[POLICY_MAX_JOBS];
+	unsigned njobs;
+	unsigned nbands; /* bands every attached interface has (the smallest count) */
+};
+
+void policy_init(struct policy *p, unsigned nbands);
+void policy_set_bands(struct policy *p, unsigned nbands);
+/* -ENOSPC: too many jobs; -EINVAL: bad counts. Re-declaring updates layers and weight. */
+int policy_declare(struct policy *p, uint32_t job, uint32_t n_layers, uint32_t weight);
+/* -ENOENT: job not declared. */
+int policy_iteration_begin(struct policy *p, uint32_t job, uint64_t iteration);
+int policy_iteration_end(struct policy *p, uint32_t job, uint64_t iteration);
+/* -ENOENT: job not declared; -ERANGE: layer outside 1..n_layers. dir does not matter: push
+ * and pull of a layer are equally urgent (immediate aggregation overlaps them). */
+int policy_level(const struct policy *p, uint32_t job, uint32_t layer, uint32_t dir,
+		 uint64_t iteration, uint32_t *level);
+
+#endif

@@ -1,0 +1,142 @@
+/* The policy's level tables for 2, 3, 4 and 8 bands, iterations and several jobs. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "policy.h"
+
+static uint32_t level_of(struct policy *p, uint32_t job, uint32_t layer, uint64_t iter)
+{
+	uint32_t l = 99;
+
+	assert_int_equal(policy_level(p, job, layer, 0, iter, &l), 0);
+	return l;
+}
+
+static void test_eight_bands_layer_order(void **state)
+{
+	struct policy p;
+
+	(void)state;
+	policy_init(&p, 8);
+	assert_int_equal(policy_declare(&p, 1, 12, 1), 0);
+	/* 6 groups of 2 layers for the current iteration, front layers first. */
+	assert_int_equal(level_of(&p, 1, 1, 0), 0);
+	assert_int_equal(level_of(&p, 1, 2, 0), 0);
+	assert_int_equal(level_of(&p, 1, 3, 0), 1);
+	assert_int_equal(level_of(&p, 1, 12, 0), 5);
+	for (uint32_t l = 1; l < 12; l++)
+		assert_true(level_of(&p, 1, l, 0) <= level_of(&p, 1, l + 1, 0));
+	/* push and pull of a layer are equally urgent */
+	uint32_t a, b;
+	assert_int_equal(policy_level(&p, 1, 5, 0, 0, &a), 0);
+	assert_int_equal(policy_level(&p, 1, 5, 1, 0, &b), 0);
+	assert_int_equal(a, b);
+}
+
+static void test_older_iteration_first(void **state)
+{
+	struct policy p;
+
+	(void)state;
+	policy_init(&p, 8);
+	policy_declare(&p, 1, 50, 1);
+	assert_int_equal(policy_iteration_begin(&p, 1, 10), 0);
+	assert_int_equal(policy_iteration_begin(&p, 1, 11), 0);
+	/* iteration 11's layer 1 must not preempt iteration 10's last layer */
+	assert_true(level_of(&p, 1, 1, 11) > level_of(&p, 1, 50, 10));
+	assert_int_equal(level_of(&p, 1, 1, 11), 6);
+	assert_int_equal(level_of(&p, 1, 1, 12), 7);
+	/* iteration 10 ends: 11 becomes current and gets layer order back */
+	assert_int_equal(policy_iteration_end(&p, 1, 10), 0);
+	assert_int_equal(level_of(&p, 1, 1, 11), 0);
+	assert_int_equal(level_of(&p, 1, 1, 12), 6);
+	/* ends out of order: 12 ends before 11; 13 is current only after 11 ends */
+	policy_iteration_begin(&p, 1, 12);
+	policy_iteration_end(&p, 1, 12);
+	assert_int_equal(level_of(&p, 1, 1, 13), 7);
+	policy_iteration_end(&p, 1, 11);
+	assert_int_equal(level_of(&p, 1, 1, 13), 0);
+}
+
+static void test_three_bands(void **state)
+{
+	struct policy p;
+
+	(void)state;
+	policy_init(&p, 3);
+	policy_declare(&p, 7, 10, 1);
+	policy_iteration_begin(&p, 7, 0);
+	assert_int_equal(level_of(&p, 7, 1, 0), 0);
+	assert_int_equal(level_of(&p, 7, 5, 0), 0);
+	assert_int_equal(level_of(&p, 7, 6, 0), 1);
+	assert_int_equal(level_of(&p, 7, 10, 0), 1);
+	assert_int_equal(level_of(&p, 7, 1, 1), 2); /* newer iteration: last band */
+}
+
+static void test_two_and_four_bands(void **state)
+{
+	struct policy p;
+
+	(void)state;
+	policy_init(&p, 2);
+	policy_declare(&p, 1, 4, 1);
+	policy_iteration_begin(&p, 1, 0);
+	assert_int_equal(level_of(&p, 1, 4, 0), 0);
+	assert_int_equal(level_of(&p, 1, 1, 1), 1);
+	policy_set_bands(&p, 4);
+	assert_int_equal(level_of(&p, 1, 1, 0), 0);
+	assert_int_equal(level_of(&p, 1, 4, 0), 1);
+	assert_int_equal(level_of(&p, 1, 1, 1), 2);
+	assert_int_equal(level_of(&p, 1, 1, 2), 3);
+}
+
+static void test_jobs_weighted(void **state)
+{
+	struct policy p;
+
+	(void)state;
+	policy_init(&p, 8);
+	policy_declare(&p, 1, 6, 4);
+	policy_declare(&p, 2, 6, 2);
+	policy_declare(&p, 3, 6, 1);
+	assert_int_equal(level_of(&p, 1, 1, 0), 0);
+	assert_int_equal(level_of(&p, 2, 1, 0), 1); /* half the weight: one band down */
+	assert_int_equal(level_of(&p, 3, 1, 0), 2); /* a quarter: two */
+	assert_int_equal(level_of(&p, 3, 6, 0), 7); /* clamped to the last band */
+}
+
+static void test_errors(void **state)
+{
+	struct policy p;
+	uint32_t l;
+
+	(void)state;
+	policy_init(&p, 8);
+	assert_int_equal(policy_level(&p, 1, 1, 0, 0, &l), -ENOENT);
+	assert_int_equal(policy_declare(&p, 1, 0, 1), -EINVAL);
+	assert_int_equal(policy_declare(&p, 1, 3, 0), -EINVAL);
+	policy_declare(&p, 1, 3, 1);
+	assert_int_equal(policy_level(&p, 1, 0, 0, 0, &l), -ERANGE);
+	assert_int_equal(policy_level(&p, 1, 4, 0, 0, &l), -ERANGE);
+	assert_int_equal(policy_iteration_begin(&p, 9, 0), -ENOENT);
+	for (uint32_t j = 2; j <= POLICY_MAX_JOBS; j++)
+		assert_int_equal(policy_declare(&p, j, 3, 1), 0);
+	assert_int_equal(policy_declare(&p, 999, 3, 1), -ENOSPC);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_eight_bands_layer_order),
+	    cmocka_unit_test(test_older_iteration_first),
+	    cmocka_unit_test(test_three_bands),
+	    cmocka_unit_test(test_two_and_four_bands),
+	    cmocka_unit_test(test_jobs_weighted),
+	    cmocka_unit_test(test_errors),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
