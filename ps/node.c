@@ -159,6 +159,10 @@ static struct ps_conn *conn_new(struct ps_node *n, int fd, int peer, int index, 
 	c->worker_side = worker_side;
 	ps_sendq_init(&c->q);
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (n->cfg.sock_prio) {
+		int prio = (int)(n->cfg.sock_prio + (uint32_t)index);
+		setsockopt(fd, SOL_SOCKET, SO_PRIORITY, &prio, sizeof(prio));
+	}
 	if (worker_side && !n->cfg.verify) {
 		c->scratch = malloc(n->cfg.chunk * sizeof(float));
 		if (!c->scratch) {

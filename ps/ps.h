@@ -150,6 +150,8 @@ struct ps_config {
 	int die_rank;	      /* this worker exits mid-iteration (tests); -1: none */
 	const char *timeline; /* TSV of per-layer events, or NULL */
 	int tag_levels;	      /* priority levels the tags use (mercury) */
+	uint32_t sock_prio;   /* != 0: connection k gets SO_PRIORITY sock_prio + k, a per-socket
+			       * stand-in for tags where no mercuryd is available */
 };
 
 void ps_config_defaults(struct ps_config *c);
