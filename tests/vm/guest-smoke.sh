@@ -149,8 +149,8 @@ case_veth_iperf3() { # information for tests that need contention: TCP throughpu
 	make_pair
 	inb iperf3 -s -1 -B 10.77.0.2 >/dev/null 2>&1 &
 	server_pid=$!
-	local i bps
-	for i in $(seq 50); do inb ss -ltn | grep -q ':5201 ' && break; sleep 0.1; done
+	local bps
+	for _ in $(seq 50); do inb ss -ltn | grep -q ':5201 ' && break; sleep 0.1; done
 	bps=$(ina timeout 20 iperf3 -c 10.77.0.2 -t 3 -J | jq -r '.end.sum_received.bits_per_second // 0') ||
 		fail "iperf3 client"
 	wait "$server_pid"
