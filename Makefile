@@ -4,7 +4,7 @@ ARCH     ?= x86
 CC       ?= gcc
 CLANG    ?= clang
 BPFTOOL  ?= bpftool
-PKGS     := libbpf libnl-route-3.0 json-c
+PKGS     := libbpf libnl-route-3.0 json-c libsystemd
 
 WARN     := -Wall -Wextra -Werror
 CFLAGS   ?= -O2 -g

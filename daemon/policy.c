@@ -64,6 +64,14 @@ int policy_declare(struct policy *p, uint32_t job, uint32_t n_layers, uint32_t w
 	return 0;
 }
 
+void policy_remove(struct policy *p, uint32_t job)
+{
+	struct policy_job *j = find(p, job);
+
+	if (j)
+		*j = p->jobs[--p->njobs];
+}
+
 int policy_iteration_begin(struct policy *p, uint32_t job, uint64_t iteration)
 {
 	struct policy_job *j = find(p, job);

@@ -24,6 +24,8 @@ void policy_init(struct policy *p, unsigned nbands);
 void policy_set_bands(struct policy *p, unsigned nbands);
 /* -ENOSPC: too many jobs; -EINVAL: bad counts. Re-declaring updates layers and weight. */
 int policy_declare(struct policy *p, uint32_t job, uint32_t n_layers, uint32_t weight);
+/* Forgets a job (its last client went away). */
+void policy_remove(struct policy *p, uint32_t job);
 /* -ENOENT: job not declared. */
 int policy_iteration_begin(struct policy *p, uint32_t job, uint64_t iteration);
 int policy_iteration_end(struct policy *p, uint32_t job, uint64_t iteration);

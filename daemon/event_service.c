@@ -1,0 +1,175 @@
+/* One event frame: every check before the map is touched, one map write per frame. */
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <bpf/bpf.h>
+
+#include "event_service.h"
+#include "tag_store.h"
+#include "wire_decode.h"
+
+/* The fd is a connected TCP socket owned by the peer (or the peer is root). */
+static int check_socket(int fd, const struct ucred *cred)
+{
+	int domain = 0, type = 0, proto = 0;
+	socklen_t len = sizeof(int);
+	uint64_t next, acked;
+	struct stat st;
+
+	if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len))
+		return errno == ENOTSOCK ? -ENOTSOCK : -errno;
+	len = sizeof(int);
+	getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len);
+	len = sizeof(int);
+	getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &proto, &len);
+	if ((domain != AF_INET && domain != AF_INET6) || type != SOCK_STREAM ||
+	    proto != IPPROTO_TCP)
+		return -EPROTOTYPE;
+	if (fstat(fd, &st))
+		return -errno;
+	if (cred->uid != 0 && st.st_uid != cred->uid)
+		return -EPERM;
+	return sock_stream_position(fd, &next, &acked);
+}
+
+static int slot_of(struct event_state *ev, uint32_t job, bool create)
+{
+	int free_slot = -1;
+
+	for (int i = 0; i < POLICY_MAX_JOBS; i++) {
+		if (ev->slots[i].refs && ev->slots[i].job == job)
+			return i;
+		if (!ev->slots[i].refs && free_slot < 0)
+			free_slot = i;
+	}
+	if (!create || free_slot < 0)
+		return -ENOSPC;
+	ev->slots[free_slot].job = job;
+	return free_slot;
+}
+
+static int do_declare(struct event_state *ev, uint64_t *mask, const struct mw_msg *m)
+{
+	int slot = slot_of(ev, m->job.job, true);
+	int r;
+
+	if (slot < 0)
+		return slot;
+	r = policy_declare(&ev->policy, m->job.job, m->job.n_layers, m->job.weight);
+	if (r)
+		return r;
+	if (!(*mask & (1ull << slot))) {
+		*mask |= 1ull << slot;
+		ev->slots[slot].refs++;
+	}
+	return 0;
+}
+
+static int do_tag(struct event_state *ev, uint64_t client_id, int fd, const struct mw_msg *m,
+		  struct mw_reply *reply)
+{
+	struct mercury_sock_tags tags;
+	uint64_t next, acked, start;
+	uint32_t levels[MW_MAX_BATCH];
+	int r;
+
+	for (uint32_t i = 0; i < m->tag.count; i++) {
+		r = policy_level(&ev->policy, m->tag.job, m->tag.t[i].layer, m->tag.t[i].dir,
+				 m->tag.t[i].iteration, &levels[i]);
+		if (r)
+			return r;
+	}
+	if ((r = sock_stream_position(fd, &next, &acked)) ||
+	    (r = tag_store_get(ev->tags_fd, fd, &tags)))
+		return r;
+	start = m->tag.offset;
+	if (start == MW_OFFSET_NEXT) {
+		/* Tagging ahead: continue where the last tag ended if that is past the writes. */
+		start = next;
+		if (tags.count && tags.ranges[tags.count - 1].end > start)
+			start = tags.ranges[tags.count - 1].end;
+	}
+	reply->start = start;
+	for (uint32_t i = 0; i < m->tag.count; i++) {
+		r = tags_insert(&tags, start, m->tag.t[i].len, levels[i], acked);
+		if (r)
+			return r; /* nothing written: the batch is all or nothing */
+		start += m->tag.t[i].len;
+	}
+	tags.owner = client_id;
+	if (bpf_map_update_elem(ev->tags_fd, &fd, &tags, BPF_ANY))
+		return -errno;
+	reply->end = start;
+	reply->count = m->tag.count;
+	return 0;
+}
+
+static int do_stats(struct event_state *ev, int fd, struct mw_reply *reply)
+{
+	struct mercury_sock_stats st;
+
+	if (bpf_map_lookup_elem(ev->stats_fd, &fd, &st))
+		return errno == ENOENT ? 0 : -errno;
+	memcpy(reply->bytes, st.bytes, sizeof(reply->bytes));
+	memcpy(reply->packets, st.packets, sizeof(reply->packets));
+	return 0;
+}
+
+void event_handle(struct event_state *ev, uint64_t client_id, const struct ucred *cred,
+		  uint64_t *jobs_mask, const void *frame, size_t n, bool truncated, const int *fds,
+		  int nfds, struct mw_reply *reply)
+{
+	struct mw_msg m;
+	int r;
+
+	memset(reply, 0, sizeof(*reply));
+	r = mw_decode(frame, truncated ? MW_MAX_FRAME + 1 : n, nfds > 0, &m);
+	reply->h = (struct mw_hdr){
+	    .len = sizeof(*reply), .version = MW_VERSION, .type = MW_REPLY, .seq = m.seq};
+	ev->frames++;
+	if (r == 0 && nfds > 1)
+		r = -E2BIG; /* one socket per frame */
+	if (r == 0 && mw_type_takes_fd(m.type))
+		r = check_socket(fds[0], cred);
+	if (r == 0) {
+		switch (m.type) {
+		case MW_JOB_DECLARE:
+			r = do_declare(ev, jobs_mask, &m);
+			break;
+		case MW_ITER_BEGIN:
+			r = policy_iteration_begin(&ev->policy, m.iter.job, m.iter.iteration);
+			break;
+		case MW_ITER_END:
+			r = policy_iteration_end(&ev->policy, m.iter.job, m.iter.iteration);
+			break;
+		case MW_REGISTER:
+			break; /* check_socket was the whole job */
+		case MW_TAG:
+			r = do_tag(ev, client_id, fds[0], &m, reply);
+			break;
+		case MW_STATS:
+			r = do_stats(ev, fds[0], reply);
+			break;
+		}
+	}
+	if (r) {
+		ev->rejected++;
+		fprintf(stderr,
+			"mercuryd: client %llu (pid %d uid %d): frame type %u rejected: %s\n",
+			(unsigned long long)client_id, cred ? (int)cred->pid : -1,
+			cred ? (int)cred->uid : -1, m.type, strerror(-r));
+	}
+	reply->status = r;
+}
+
+void event_client_gone(struct event_state *ev, uint64_t jobs_mask)
+{
+	for (int i = 0; i < POLICY_MAX_JOBS; i++) {
+		if (!(jobs_mask & (1ull << i)) || !ev->slots[i].refs)
+			continue;
+		if (--ev->slots[i].refs == 0)
+			policy_remove(&ev->policy, ev->slots[i].job);
+	}
+}

@@ -1,0 +1,334 @@
+/*
+ * mercuryd serve: the event service. Frameworks (through libmercury) send training-step
+ * events over a SOCK_SEQPACKET Unix socket; sockets arrive as SCM_RIGHTS, are checked, used
+ * for one map update and closed at once (a kept fd would hold the connection open after the
+ * application closed it). Bad frames are answered with their own error and the service
+ * keeps serving. SIGTERM/SIGINT end it cleanly; the data path stays attached (pins).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <grp.h>
+#include <limits.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <systemd/sd-daemon.h>
+
+#include "cli.h"
+#include "event_service.h"
+#include "iface_pins.h"
+#include "pins.h"
+
+#define SERVE_MAX_CLIENTS 256
+
+struct client {
+	int fd;
+	struct ucred cred;
+	uint64_t id;
+	uint64_t jobs_mask; /* bit i: declared the i-th job of service.job_ids */
+};
+
+struct service {
+	const struct cli_ctx *ctx;
+	struct event_state ev;
+	struct client clients[SERVE_MAX_CLIENTS];
+	int listen_fd, epoll_fd, signal_fd;
+	gid_t group;
+	bool have_group;
+	uint64_t next_id;
+	struct timespec bands_checked;
+};
+
+static void serve_usage(void)
+{
+	printf("Usage: mercuryd serve [--socket PATH] [--group NAME]\n\n"
+	       "Serves training-step events from libmercury clients on a Unix socket\n"
+	       "(default " MERCURY_DEFAULT_SOCKET_PATH ", mode 0660, group mercury).\n"
+	       "Frameworks connect with mercury_connect(); see include/mercury.h.\n");
+}
+
+/* Lowest band count over the attached interfaces: the policy lays levels out for it. */
+static int min_bands_one(const char *iface, void *arg)
+{
+	struct service *s = arg;
+	struct mercury_iface_cfg cfg;
+
+	if (iface_cfg_read(s->ctx->pin_root, iface, &cfg) == 0 && cfg.nbands >= 2 &&
+	    cfg.nbands < s->ev.min_bands_seen)
+		s->ev.min_bands_seen = cfg.nbands;
+	return 0;
+}
+
+static void refresh_bands(struct service *s)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if (now.tv_sec - s->bands_checked.tv_sec < 1 && s->bands_checked.tv_sec)
+		return;
+	s->bands_checked = now;
+	s->ev.min_bands_seen = MERCURY_MAX_BANDS + 1;
+	iface_for_each(s->ctx->pin_root, min_bands_one, s);
+	policy_set_bands(&s->ev.policy,
+			 s->ev.min_bands_seen > MERCURY_MAX_BANDS ? 8 : s->ev.min_bands_seen);
+}
+
+static bool peer_allowed(const struct service *s, const struct ucred *cr)
+{
+	struct passwd *pw;
+	gid_t groups[256];
+	int n = 256;
+
+	if (cr->uid == 0 || (s->have_group && cr->gid == s->group))
+		return true;
+	if (!s->have_group || !(pw = getpwuid(cr->uid)))
+		return false;
+	if (getgrouplist(pw->pw_name, pw->pw_gid, groups, &n) < 0)
+		return false;
+	for (int i = 0; i < n; i++)
+		if (groups[i] == s->group)
+			return true;
+	return false;
+}
+
+static void drop_client(struct service *s, struct client *c)
+{
+	event_client_gone(&s->ev, c->jobs_mask);
+	epoll_ctl(s->epoll_fd, EPOLL_CTL_DEL, c->fd, NULL);
+	close(c->fd);
+	c->fd = -1;
+}
+
+static void accept_client(struct service *s)
+{
+	struct ucred cr;
+	socklen_t len = sizeof(cr);
+	int fd = accept4(s->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	struct client *c = NULL;
+
+	if (fd < 0)
+		return;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) || !peer_allowed(s, &cr)) {
+		fprintf(stderr,
+			"mercuryd: refused client pid %d uid %d: not root or in group "
+			"mercury\n",
+			(int)cr.pid, (int)cr.uid);
+		close(fd);
+		return;
+	}
+	for (int i = 0; i < SERVE_MAX_CLIENTS && !c; i++)
+		if (s->clients[i].fd < 0)
+			c = &s->clients[i];
+	if (!c) {
+		fprintf(stderr, "mercuryd: refused client pid %d: %d clients already\n",
+			(int)cr.pid, SERVE_MAX_CLIENTS);
+		close(fd);
+		return;
+	}
+	*c = (struct client){.fd = fd, .cred = cr, .id = ++s->next_id};
+	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = c};
+	if (epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, fd, &ev)) {
+		close(fd);
+		c->fd = -1;
+	}
+}
+
+/* One frame from a client: receive, handle, reply, close any fd that came with it. */
+static void client_readable(struct service *s, struct client *c)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * 4)];
+		struct cmsghdr align;
+	} ctl;
+	uint8_t frame[MW_MAX_FRAME + 1];
+	struct iovec iov = {.iov_base = frame, .iov_len = sizeof(frame)};
+	struct msghdr msg = {.msg_iov = &iov,
+			     .msg_iovlen = 1,
+			     .msg_control = ctl.buf,
+			     .msg_controllen = sizeof(ctl.buf)};
+	int fds[4], nfds = 0;
+	struct mw_reply reply;
+	ssize_t n = recvmsg(c->fd, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+
+	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+		drop_client(s, c);
+		return;
+	}
+	if (n < 0)
+		return;
+	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&msg); cm; cm = CMSG_NXTHDR(&msg, cm)) {
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		int k = (int)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+
+		for (int i = 0; i < k && nfds < 4; i++)
+			memcpy(&fds[nfds++], CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+	}
+	refresh_bands(s);
+	event_handle(&s->ev, c->id, &c->cred, &c->jobs_mask, frame, (size_t)n,
+		     (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) != 0, fds, nfds, &reply);
+	for (int i = 0; i < nfds; i++)
+		close(fds[i]); /* never keep a client's socket */
+	if (send(c->fd, &reply, sizeof(reply), MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
+		drop_client(s, c);
+}
+
+static int open_listener(struct service *s, const char *path, const char *group)
+{
+	struct sockaddr_un addr = {.sun_family = AF_UNIX};
+	char dir[PATH_MAX];
+	struct group *gr;
+	char *slash;
+
+	if (strlen(path) >= sizeof(addr.sun_path)) {
+		cli_error(s->ctx, "serve: socket path %s is too long", path);
+		return -ENAMETOOLONG;
+	}
+	snprintf(dir, sizeof(dir), "%s", path);
+	slash = strrchr(dir, '/');
+	if (slash && slash != dir) {
+		*slash = '\0';
+		if (mkdir(dir, 0755) && errno != EEXIST) {
+			cli_error(s->ctx, "serve: cannot create %s: %s", dir, strerror(errno));
+			return -errno;
+		}
+	}
+	gr = getgrnam(group);
+	if (gr) {
+		s->group = gr->gr_gid;
+		s->have_group = true;
+	} else {
+		cli_warn(s->ctx,
+			 "group '%s' does not exist (make deps creates it): only root can "
+			 "connect",
+			 group);
+	}
+	strcpy(addr.sun_path, path);
+	s->listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (s->listen_fd < 0)
+		return -errno;
+	unlink(path); /* a stale socket of a killed daemon */
+	if (bind(s->listen_fd, (struct sockaddr *)&addr, sizeof(addr)) ||
+	    (s->have_group && chown(path, 0, s->group)) || chmod(path, 0660) ||
+	    listen(s->listen_fd, 64)) {
+		int r = -errno;
+
+		cli_error(s->ctx, "serve: cannot listen on %s: %s", path, strerror(-r));
+		return r;
+	}
+	return 0;
+}
+
+static int serve_loop(struct service *s)
+{
+	struct epoll_event evs[32];
+
+	for (;;) {
+		int n = epoll_wait(s->epoll_fd, evs, 32, -1);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		for (int i = 0; i < n; i++) {
+			if (evs[i].data.ptr == &s->listen_fd) {
+				accept_client(s);
+			} else if (evs[i].data.ptr == &s->signal_fd) {
+				struct signalfd_siginfo si;
+
+				if (read(s->signal_fd, &si, sizeof(si)) == sizeof(si))
+					fprintf(stderr, "mercuryd: signal %u, exiting\n",
+						si.ssi_signo);
+				return 0;
+			} else {
+				client_readable(s, evs[i].data.ptr);
+			}
+		}
+	}
+}
+
+int do_serve(const struct cli_ctx *ctx, int argc, char **argv)
+{
+	static const struct option opts[] = {{"socket", required_argument, NULL, 's'},
+					     {"group", required_argument, NULL, 'g'},
+					     {"help", no_argument, NULL, 'h'},
+					     {NULL, 0, NULL, 0}};
+	const char *path = getenv("MERCURY_SOCKET"), *group = "mercury";
+	static struct service s; /* large: keep it off the stack */
+	char err[512];
+	sigset_t mask;
+	int c, r, ret = 1;
+
+	if (!path)
+		path = MERCURY_DEFAULT_SOCKET_PATH;
+	optind = 0;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		if (c == 's')
+			path = optarg;
+		else if (c == 'g')
+			group = optarg;
+		else if (c == 'h') {
+			serve_usage();
+			return 0;
+		} else {
+			cli_error(ctx, "serve: unknown option; see mercuryd serve --help");
+			return 2;
+		}
+	}
+	memset(&s, 0, sizeof(s));
+	s.ctx = ctx;
+	s.listen_fd = s.epoll_fd = s.signal_fd = -1;
+	for (int i = 0; i < SERVE_MAX_CLIENTS; i++)
+		s.clients[i].fd = -1;
+	if (pins_prepare(ctx->pin_root, err, sizeof(err)) ||
+	    pins_global_maps(ctx->pin_root, &s.ev.tags_fd, &s.ev.stats_fd, err, sizeof(err))) {
+		cli_error(ctx, "serve: %s", err);
+		return 1;
+	}
+	policy_init(&s.ev.policy, 8);
+	refresh_bands(&s);
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	s.signal_fd = signalfd(-1, &mask, SFD_CLOEXEC);
+	s.epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+	if (s.signal_fd < 0 || s.epoll_fd < 0 || open_listener(&s, path, group))
+		goto out;
+	struct epoll_event lev = {.events = EPOLLIN, .data.ptr = &s.listen_fd};
+	struct epoll_event sev = {.events = EPOLLIN, .data.ptr = &s.signal_fd};
+	epoll_ctl(s.epoll_fd, EPOLL_CTL_ADD, s.listen_fd, &lev);
+	epoll_ctl(s.epoll_fd, EPOLL_CTL_ADD, s.signal_fd, &sev);
+	fprintf(stderr, "mercuryd: serving events on %s (policy for %u bands)\n", path,
+		s.ev.policy.nbands);
+	sd_notify(0, "READY=1");
+	r = serve_loop(&s);
+	sd_notify(0, "STOPPING=1");
+	ret = r ? 1 : 0;
+out:
+	for (int i = 0; i < SERVE_MAX_CLIENTS; i++)
+		if (s.clients[i].fd >= 0)
+			close(s.clients[i].fd);
+	if (s.listen_fd >= 0) {
+		close(s.listen_fd);
+		unlink(path);
+	}
+	if (s.epoll_fd >= 0)
+		close(s.epoll_fd);
+	if (s.signal_fd >= 0)
+		close(s.signal_fd);
+	close(s.ev.tags_fd);
+	close(s.ev.stats_fd);
+	return ret;
+}
