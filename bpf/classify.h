@@ -297,6 +297,9 @@ static __always_inline int mercury_finish(struct __sk_buff *skb, struct mercury_
 		last = MERCURY_MAX_BANDS - 1;
 	if (band > last)
 		band = last;
+	/* clang drops the mask as redundant after the clamp, but older verifiers (6.1) cannot
+	 * follow a register-to-register clamp: keep the mask they can. */
+	barrier_var(band);
 	band &= MERCURY_MAX_BANDS - 1;
 	skb->priority = conf->skb_priority[band];
 
