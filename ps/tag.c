@@ -4,9 +4,8 @@
  * each message tagged (layer, direction, iteration) right before its bytes are written.
  * Iteration boundaries go to the daemon too, so the oldest iteration's traffic goes first.
  *
- * The library's symbols are weak: if this build's libmercury lacks them, or no mercuryd
- * answers, mercury mode says so once and runs without packet priority (the JSON result's
- * "tagged" is false), rather than failing.
+ * If no mercuryd answers, mercury mode says so once and runs without packet priority (the
+ * JSON result's "tagged" is false) rather than failing: the benchmark checks that flag.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -15,20 +14,11 @@
 #include "node.h"
 #include "mercury.h"
 
-#pragma weak mercury_connect
-#pragma weak mercury_disconnect
-#pragma weak mercury_job_declare
-#pragma weak mercury_register_socket
-#pragma weak mercury_tag_next
-#pragma weak mercury_iteration_begin
-#pragma weak mercury_iteration_end
-#pragma weak mercury_strerror
-
 #define PS_JOB 1
 
 static const char *why(int err)
 {
-	return mercury_strerror ? mercury_strerror(err) : "libmercury not built in";
+	return mercury_strerror(err);
 }
 
 int ps_tag_open(struct ps_node *n)
@@ -36,11 +26,6 @@ int ps_tag_open(struct ps_node *n)
 	struct mercury_client *cl = NULL;
 	int r;
 
-	if (!mercury_connect) {
-		fprintf(stderr, "mercury-ps: built without libmercury: mercury mode runs without "
-				"packet priority\n");
-		return -ENOSYS;
-	}
 	r = mercury_connect(getenv("MERCURY_SOCKET"), &cl);
 	if (!r)
 		r = mercury_job_declare(cl, PS_JOB, (uint32_t)n->L, 1);

@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# The paper's comparison on the emulated cluster: every mode on every model, written to
+# $OUT/results.jsonl, $OUT/results.md and a timeline PNG per model (fifo vs mercury).
+#
+# Scaling: the emulated link is 10 Gbit/s / SCALE (default 25: 400 Mbit/s per node egress),
+# profile compute times are multiplied by SCALE / SHRINK and parameter counts divided by
+# SHRINK, so every time scales by SCALE / SHRINK and comm/compute equals the profile's GPU
+# on 10 GbE. Partition sizes and credits are divided by SHRINK too (placement is decided on
+# the original counts). "balanced" runs multiply compute by the model's comm/compute ratio:
+# the bandwidth at which both are equal, B_eq = 10 Gbit/s * comm/compute.
+#
+# Usage: cluster/bench.sh [--quick] [--models "vgg16 ..."] [--nodes N] [--out DIR]
+#        [--shaper mercuryd|tc] [--iters N] [--no-split-all] [--no-balanced] [--no-grid]
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib.sh"
+
+MODELS="vgg16 resnet50 alexnet inception3 bert_base"
+NODES=4 SCALE=25 ITERS=4 OUT=${OUT:-$CL_ROOT/build/bench-cluster}
+SHAPER=auto GRID=1 SPLIT=1 BALANCED=1
+while [ $# -gt 0 ]; do
+	case $1 in
+	--quick) ITERS=3 GRID=0 SPLIT=0 BALANCED=0 ;;
+	--models) MODELS=$2; shift ;;
+	--nodes) NODES=$2; shift ;;
+	--out) OUT=$2; shift ;;
+	--shaper) SHAPER=$2; shift ;;
+	--iters) ITERS=$2; shift ;;
+	--no-grid) GRID=0 ;;
+	--no-split-all) SPLIT=0 ;;
+	--no-balanced) BALANCED=0 ;;
+	*) echo "bench-cluster: unknown option $1" >&2; exit 2 ;;
+	esac
+	shift
+done
+[ "$(id -u)" -eq 0 ] || { echo "bench-cluster: needs root (namespaces)" >&2; exit 77; }
+[ -x "$PS_BIN" ] || { echo "bench-cluster: $PS_BIN missing: run make" >&2; exit 1; }
+if [ "$SHAPER" = auto ]; then
+	SHAPER=tc
+	if [ -x "$MERCURYD" ] && "$MERCURYD" serve --help >/dev/null 2>&1; then SHAPER=mercuryd; fi
+fi
+RATE=$((10000 / SCALE))
+mkdir -p "$OUT"
+: >"$OUT/results.jsonl"
+export CL_KEEP_TIMELINES=$OUT
+
+# Per-model shrink: keeps one emulated iteration around 2 s.
+shrink_of() {
+	case $1 in vgg16 | bert_base) echo 8 ;; alexnet) echo 4 ;; tiny) echo 1 ;; *) echo 2 ;; esac
+}
+
+cluster_up "$NODES" "$RATE" "$SHAPER" || exit 1
+[ "$SHAPER" = mercuryd ] && { serve_start || exit 1; }
+
+for model in $MODELS; do
+	k=$(shrink_of "$model")
+	ts=$(echo "$SCALE / $k" | bc -l)
+	common=(--iters "$ITERS" --warmup 1 --shrink "$k")
+	placements=("")
+	[ "$SPLIT" = 1 ] && placements+=(--split-all)
+	for pl in "${placements[@]}"; do
+		tag=${pl:+-split}
+		args=("${common[@]}" --time-scale "$ts" ${pl:+$pl})
+		ideal=$("$PS_BIN" ideal --profile "$CL_ROOT/models/$model.prof" --nodes "$NODES" \
+			--rate "${RATE}mbit" --shrink "$k" --time-scale "$ts" ${pl:+$pl})
+		echo "$ideal" | sed "s/^{/{\"label\":\"ideal$tag\",/" >>"$OUT/results.jsonl"
+		for mode in fifo mercury; do
+			run_ps "$OUT/results.jsonl" "$mode$tag" "$model" "$mode" "${args[@]}"
+		done
+		run_ps "$OUT/results.jsonl" "partition$tag" "$model" partition "${args[@]}" \
+			--part $((1000000 / k)) --credit $((4000000 / k))
+		if [ "$GRID" = 1 ]; then
+			for pc in 250000:1000000 1000000:1000000 1000000:16000000 4000000:16000000; do
+				p=${pc%%:*} c=${pc##*:}
+				run_ps "$OUT/results.jsonl" "grid$tag-$p-$c" "$model" partition "${args[@]}" \
+					--part $((p / k)) --credit $((c / k))
+			done
+		fi
+	done
+	if [ "$BALANCED" = 1 ]; then
+		r=$("$PS_BIN" ideal --profile "$CL_ROOT/models/$model.prof" --nodes "$NODES" --rate 10gbit)
+		f=$(echo "$r" | sed 's/.*"comm_only_s":\([0-9.]*\).*"compute_only_s":\([0-9.]*\).*/\1 \/ \2/' | bc -l)
+		f=$(printf "%.6f" "$f")
+		tsb=$(echo "$ts * $f" | bc -l)
+		args=("${common[@]}" --time-scale "$tsb")
+		"$PS_BIN" ideal --profile "$CL_ROOT/models/$model.prof" --nodes "$NODES" \
+			--rate "${RATE}mbit" --shrink "$k" --time-scale "$tsb" |
+			sed "s/^{/{\"label\":\"ideal-bal\",\"comm_over_compute\":$f,/" >>"$OUT/results.jsonl"
+		for mode in fifo mercury; do
+			run_ps "$OUT/results.jsonl" "$mode-bal" "$model" "$mode" "${args[@]}"
+		done
+		run_ps "$OUT/results.jsonl" "partition-bal" "$model" partition "${args[@]}" \
+			--part $((1000000 / k)) --credit $((4000000 / k))
+	fi
+	echo "bench-cluster: $model done" >&2
+done
+cluster_down
+/usr/bin/python3 "$here/report.py" "$OUT" | tee "$OUT/results.md"
+for model in $MODELS; do
+	[ -f "$OUT/fifo.$model.tl" ] && [ -f "$OUT/mercury.$model.tl" ] &&
+		gnuplot -e "fifo='$OUT/fifo.$model.tl'; merc='$OUT/mercury.$model.tl'; out='$OUT/timeline-$model.png'; model='$model'" \
+			"$here/timeline.gp" 2>/dev/null && echo "timeline: $OUT/timeline-$model.png"
+done

@@ -1,0 +1,54 @@
+#!/usr/bin/env python3
+"""Summarises one emulated-cluster run: the nodes' JSON results plus the kernel counters taken
+before and after (cluster/lib.sh run_ps), as one JSON line on stdout."""
+import json
+import sys
+
+d, n, label, model, mode, t0, t1, cpu0, cpu1, rate, shaper, cc = sys.argv[1:13]
+n, t0, t1, rate = int(n), float(t0), float(t1), float(rate)
+nodes, errors = [], []
+for i in range(n):
+    try:
+        with open(f"{d}/out.{i}") as f:
+            nodes.append(json.loads(f.readline()))
+    except (OSError, ValueError):
+        nodes.append({"ok": False, "error": "no result"})
+    if not nodes[-1].get("ok"):
+        errors.append(f"node {i}: {nodes[-1].get('error', '?')}")
+
+
+def counters(tag, i):
+    with open(f"{d}/{tag}.{i}") as f:
+        return [int(x) for x in f.read().split()]
+
+
+out_segs = retrans = tx = 0
+for i in range(n):
+    a, b = counters("c0", i), counters("c1", i)
+    out_segs += b[0] - a[0]
+    retrans += b[1] - a[1]
+    tx += b[2] - a[2]
+busy0, tot0 = (float(x) for x in cpu0.split())
+busy1, tot1 = (float(x) for x in cpu1.split())
+ok = not errors
+res = {
+    "label": label, "model": model, "mode": mode, "ok": ok, "nodes": n,
+    "rate_mbit": rate, "shaper": shaper, "congestion_control": cc,
+    "iter_s": max(x.get("iter_s", 0) for x in nodes) if ok else None,
+    "iter_s_nodes": [x.get("iter_s") for x in nodes],
+    "wall_s": round(t1 - t0, 3),
+    "out_segs": out_segs, "retrans_segs": retrans,
+    "retrans_pct": round(100.0 * retrans / out_segs, 4) if out_segs else 0,
+    "tx_bytes": tx,
+    "link_util": round(tx * 8 / (n * rate * 1e6 * (t1 - t0)), 4),
+    "host_cpu_busy": round((busy1 - busy0) / (tot1 - tot0), 3) if tot1 > tot0 else None,
+    "ps_cpu_s": round(sum(x.get("cpu_s", 0) for x in nodes), 2),
+    "tagged": all(x.get("tagged", False) for x in nodes),
+    "tag_errors": sum(x.get("tag_errors", 0) for x in nodes),
+    "part": nodes[0].get("part"), "credit": nodes[0].get("credit"),
+    "split_all": nodes[0].get("split_all"), "shrink": nodes[0].get("shrink"),
+    "time_scale": nodes[0].get("time_scale"),
+}
+if errors:
+    res["errors"] = errors
+print(json.dumps(res))

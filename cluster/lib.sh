@@ -1,0 +1,160 @@
+# Emulated PS cluster: N network namespaces, each node's veth into one bridge (in its own
+# namespace), each node's egress a bottleneck of RATE_MBIT. Source it; it installs a trap
+# that removes every namespace, pin and process it created, even on failure.
+#
+# Shapers (identical htb tree in every mode, so that only scheduling differs):
+#   mercuryd  `mercuryd attach e0 --qdisc htb --rate R` on every node; fifo/partition runs
+#             leave every byte untagged (one band), mercury runs tag through libmercury
+#             with a `mercuryd serve` per node.
+#   tc        the same tree built with tc (root 4d45: htb, parent 4d45:1 rate=ceil=R, 8 leaves
+#             4d45:10..17 rate 1mbit ceil R prio 0..7, default leaf 4d45:10); mercury runs use
+#             --sock-prio (connection k -> leaf k): per-socket priority, no classifier.
+set -uo pipefail
+
+CL_ROOT=${MERCURY_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
+PS_BIN=${PS_BIN:-$CL_ROOT/build/mercury-ps}
+MERCURYD=${MERCURYD:-$CL_ROOT/build/mercuryd}
+CL_PFX=${CL_PFX:-mc$$}
+CL_PIN=/sys/fs/bpf/$CL_PFX
+CL_RUN=/run/$CL_PFX
+# Unprivileged-netns choices are limited to net.ipv4.tcp_allowed_congestion_control (here
+# reno, bbr); reno is the loss-based one, the closest to the cubic of the paper era.
+CL_CC=${CL_CC:-reno}
+CL_NODES=0
+CL_SHAPER=tc
+CL_PIDS=()
+
+cl_ns() { echo "${CL_PFX}n$1"; }
+cl_in() { local i=$1; shift; nsenter --net=/var/run/netns/"$(cl_ns "$i")" "$@"; }
+cl_ip() { echo "10.99.0.$(($1 + 1))"; }
+
+cluster_down() {
+	local p i
+	for p in "${CL_PIDS[@]}"; do kill "$p" 2>/dev/null; done
+	for p in "${CL_PIDS[@]}"; do wait "$p" 2>/dev/null; done
+	CL_PIDS=()
+	for ((i = 0; i < CL_NODES; i++)); do
+		[ "$CL_SHAPER" = mercuryd ] &&
+			cl_in "$i" "$MERCURYD" --pin-root "$CL_PIN" detach e0 >/dev/null 2>&1
+		ip netns del "$(cl_ns "$i")" 2>/dev/null
+	done
+	ip netns del "${CL_PFX}sw" 2>/dev/null
+	rm -rf "$CL_PIN" "$CL_RUN" 2>/dev/null
+	CL_NODES=0
+	true
+}
+trap cluster_down EXIT INT TERM
+
+# cluster_up N RATE_MBIT SHAPER
+cluster_up() {
+	local n=$1 rate=$2 i
+	CL_SHAPER=$3
+	CL_RATE_MBIT=$rate
+	ip netns add "${CL_PFX}sw" || return 1
+	nsenter --net=/var/run/netns/"${CL_PFX}sw" ip link add br0 type bridge || return 1
+	nsenter --net=/var/run/netns/"${CL_PFX}sw" ip link set br0 up
+	for ((i = 0; i < n; i++)); do
+		ip netns add "$(cl_ns "$i")" || return 1
+		CL_NODES=$((i + 1))
+		ip link add e0 netns "$(cl_ns "$i")" type veth peer name "s$i" \
+			netns "${CL_PFX}sw" || return 1
+		nsenter --net=/var/run/netns/"${CL_PFX}sw" ip link set "s$i" master br0 up
+		cl_in "$i" ip addr add "$(cl_ip "$i")/24" dev e0
+		cl_in "$i" ip link set e0 up
+		cl_in "$i" ip link set lo up
+		# Results must not depend on the host's defaults: set and report them.
+		cl_in "$i" sysctl -qw net.ipv4.tcp_congestion_control="$CL_CC" || {
+			echo "cluster: cannot set congestion control $CL_CC" >&2
+			return 1
+		}
+		shaper_attach "$i" "$rate" || return 1
+	done
+	local cc
+	cc=$(cl_in 0 sysctl -n net.ipv4.tcp_congestion_control)
+	echo "cluster: $n nodes ($CL_PFX), egress ${rate} Mbit/s each, shaper $CL_SHAPER, congestion control $cc"
+}
+
+shaper_attach() {
+	local i=$1 rate=$2 b
+	if [ "$CL_SHAPER" = mercuryd ]; then
+		cl_in "$i" "$MERCURYD" --pin-root "$CL_PIN" attach e0 --qdisc htb \
+			--rate "${rate}mbit" --default-band 0 >/dev/null || {
+			echo "cluster: mercuryd attach failed on node $i" >&2
+			return 1
+		}
+		return 0
+	fi
+	cl_in "$i" tc qdisc add dev e0 root handle 4d45: htb default 10 || return 1
+	cl_in "$i" tc class add dev e0 parent 4d45: classid 4d45:1 htb rate "${rate}mbit" \
+		ceil "${rate}mbit" burst 64k cburst 64k || return 1
+	for ((b = 0; b < 8; b++)); do
+		cl_in "$i" tc class add dev e0 parent 4d45:1 classid "4d45:$(printf %x $((0x10 + b)))" \
+			htb rate 1mbit ceil "${rate}mbit" burst 64k cburst 64k prio "$b" || return 1
+	done
+}
+
+# Starts `mercuryd serve` in every node (mercuryd shaper, mercury mode).
+serve_start() {
+	local i
+	mkdir -p "$CL_RUN"
+	for ((i = 0; i < CL_NODES; i++)); do
+		cl_in "$i" "$MERCURYD" --pin-root "$CL_PIN" serve --socket "$CL_RUN/n$i.sock" \
+			>"$CL_RUN/serve$i.log" 2>&1 &
+		CL_PIDS+=($!)
+	done
+	for ((i = 0; i < 50; i++)); do
+		[ -S "$CL_RUN/n$((CL_NODES - 1)).sock" ] && return 0
+		sleep 0.1
+	done
+	echo "cluster: mercuryd serve did not come up (see $CL_RUN/serve*.log)" >&2
+	return 1
+}
+
+# Kernel counters of node i: "OutSegs RetransSegs tx_bytes(e0)".
+counters() {
+	cl_in "$1" awk '
+		/^Tcp:/ { if (!h) { for (k = 1; k <= NF; k++) col[$k] = k; h = 1 }
+			  else { out = $col["OutSegs"]; re = $col["RetransSegs"] } }
+		END { print out, re }' /proc/net/snmp | tr '\n' ' '
+	cl_in "$1" awk -F'[: ]+' '$2 == "e0" { print $11 }' /proc/net/dev
+}
+
+cpu_busy_jiffies() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8, $2 + $3 + $4 + $5 + $6 + $7 + $8 }' /proc/stat; }
+
+# run_ps OUT_JSONL LABEL MODEL MODE [mercury-ps args...]: one run on every node; appends
+# one summary line (JSON) to OUT_JSONL.
+run_ps() {
+	local out=$1 label=$2 model=$3 mode=$4 i hosts="" t0 t1 cpu0 cpu1 rc=0
+	shift 4
+	for ((i = 0; i < CL_NODES; i++)); do hosts+="${hosts:+,}$(cl_ip "$i"):9555"; done
+	local tmp
+	tmp=$(mktemp -d)
+	local extra=()
+	if [ "$mode" = mercury ] && [ "$CL_SHAPER" = tc ]; then extra+=(--sock-prio 0x4d450010); fi
+	for ((i = 0; i < CL_NODES; i++)); do counters "$i" >"$tmp/c0.$i"; done
+	cpu0=$(cpu_busy_jiffies)
+	t0=$(date +%s.%N)
+	local pids=()
+	for ((i = 0; i < CL_NODES; i++)); do
+		cl_in "$i" env MERCURY_SOCKET="$CL_RUN/n$i.sock" timeout 600 "$PS_BIN" run \
+			--profile "$CL_ROOT/models/$model.prof" --mode "$mode" --nodes "$CL_NODES" \
+			--rank "$i" --hosts "$hosts" "${extra[@]}" "$@" \
+			--timeline "$tmp/tl.$i" >"$tmp/out.$i" 2>"$tmp/err.$i" &
+		pids+=($!)
+	done
+	for i in "${!pids[@]}"; do wait "${pids[$i]}" || rc=1; done
+	t1=$(date +%s.%N)
+	cpu1=$(cpu_busy_jiffies)
+	for ((i = 0; i < CL_NODES; i++)); do counters "$i" >"$tmp/c1.$i"; done
+	[ -n "${CL_KEEP_TIMELINES:-}" ] && cp "$tmp/tl.0" "$CL_KEEP_TIMELINES/$label.$model.tl" 2>/dev/null
+	if [ $rc -ne 0 ]; then
+		echo "cluster: $label $model failed:" >&2
+		cat "$tmp"/err.* >&2
+	elif [ -s "$tmp/err.0" ]; then
+		sed "s/^/cluster: node 0: /" "$tmp/err.0" | sort -u | head -n 3 >&2
+	fi
+	/usr/bin/python3 "$CL_ROOT/cluster/collect.py" "$tmp" "$CL_NODES" "$label" "$model" \
+		"$mode" "$t0" "$t1" "$cpu0" "$cpu1" "$CL_RATE_MBIT" "$CL_SHAPER" "$CL_CC" >>"$out"
+	rm -rf "$tmp"
+	return $rc
+}
