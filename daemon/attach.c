@@ -246,7 +246,7 @@ int do_attach(const struct cli_ctx *ctx, int argc, char **argv)
 			st.rate_bps = link_rate;
 	}
 	st.nbands = a.bands ? a.bands : backend_default_bands(st.backend);
-	if (!a.bands) /* mqprio: no more bands than TX queues */
+	if (!a.bands && num_tx_queues >= 2) /* mqprio: no more bands than TX queues */
 		st.nbands = band_plan_fit_bands(st.backend, st.nbands, num_tx_queues);
 	st.default_band = a.default_band >= 0 ? (unsigned)a.default_band : st.nbands - 1;
 	st.qdisc_handle = MERCURY_QDISC_HANDLE;

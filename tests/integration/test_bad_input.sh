@@ -38,13 +38,14 @@ expect_error "default band out of range" "not below --bands" mercuryd_s attach v
 expect_error "unknown option" "unknown option '--frob'" mercuryd_s attach va --frob
 expect_error "missing interface" "needs an interface" mercuryd_s attach --qdisc htb
 expect_error "htb without a rate" "rate" mercuryd_s attach va --qdisc htb
-for q in prio ets mqprio; do
-	if in_s tc qdisc add dev va root handle 7: "$q" >/dev/null 2>&1; then
+# Backends this kernel lacks (here: prio, ets; the 6.1 matrix has them): probe with tc.
+for q in "prio" "ets bands 2"; do
+	if in_s tc qdisc add dev va root handle 7: $q >/dev/null 2>&1; then
 		in_s tc qdisc del dev va root
-		echo "note: this kernel has $q; skipping its 'not available' case"
+		echo "note: this kernel has ${q%% *}; skipping its 'not available' case"
 		continue
 	fi
-	expect_error "backend $q missing in this kernel" "not available|queue" mercuryd_s attach va --qdisc "$q"
+	expect_error "backend ${q%% *} missing in this kernel" "not available" mercuryd_s attach va --qdisc "${q%% *}"
 done
 expect_error "mqprio on a single-queue device" "queue" mercuryd_s attach va --qdisc mqprio
 mkdir -p /tmp/$PFX-nobpffs

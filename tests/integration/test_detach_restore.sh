@@ -11,8 +11,9 @@ setup_pair || { fail "namespace setup"; finish; }
 
 # 1. Default root, TCX hook.
 before=$(snap)
-check "attach htb (tcx)" mercuryd_s attach va --qdisc htb --rate 100mbit
-check "hook is tcx" test "$(mercuryd_s -j status va | jq -r '.interfaces[0].hook')" = tcx
+hook=$(default_hook)
+check "attach htb ($hook)" mercuryd_s attach va --qdisc htb --rate 100mbit
+check "hook is $hook" test "$(mercuryd_s -j status va | jq -r '.interfaces[0].hook')" = "$hook"
 check "root qdisc is Mercury's htb" test "$(in_s tc -j qdisc show dev va root | jq -r '.[0].kind')" = htb
 check "bpftool shows cfg fields by name" sh -c "bpftool map dump pinned '$PIN_ROOT/va/cfg' | grep -q skb_priority"
 check "bpftool shows attach_state fields" sh -c "bpftool map dump pinned '$PIN_ROOT/va/attach_state' | grep -q qdisc_handle"
@@ -23,7 +24,7 @@ check "re-attach without --force is refused with a reason" sh -c "echo \"\$1\" |
 check "re-attach with --force changes the bands" mercuryd_s attach va --qdisc htb --bands 4 --rate 100mbit --force
 check "status shows 4 bands" test "$(mercuryd_s -j status va | jq '.interfaces[0].bands')" -eq 4
 check "detach" mercuryd_s detach va
-check "qdiscs and filters identical after detach (tcx)" same_as "$before"
+check "qdiscs and filters identical after detach ($hook)" same_as "$before"
 check "pins removed" test ! -e "$PIN_ROOT"
 
 # 2. A foreign filter on clsact egress; Mercury on clsact too.
