@@ -16,7 +16,7 @@
 set -uo pipefail
 ROUNDS=${ROUNDS:-5}
 SECS=${SECS:-3}
-MARGIN=${MARGIN:-1073741824} # bytes between the stream and the first tag: room for 32 tag calls
+TAG_BUDGET=${TAG_BUDGET:-2} # seconds of stream left between the stream and the first tag
 WAIT_MAX=${WAIT_MAX:-20}     # seconds a flow may take to reach its tagged ranges
 json=0
 [ "${1:-}" = -j ] && json=1
@@ -34,7 +34,8 @@ finish_live() {
 	cleanup
 	rm -rf "$tmp"
 }
-trap finish_live EXIT INT TERM
+trap finish_live EXIT
+trap 'exit 130' INT TERM # exit runs the EXIT trap
 die() { echo "classifier_live: $*" >&2; exit 1; }
 
 setup_pair >/dev/null || die "namespace setup failed"
@@ -45,10 +46,17 @@ in_s tc filter add dev va egress prio 1 handle 1 bpf da obj "$ROOT/build/noop.bp
 	die "cannot attach the no-op program"
 cls_id=$(bpftool -j prog show pinned "$PIN_ROOT/va/prog" | jq '.id')
 noop_id=$(in_s tc -j filter show dev va egress | jq '[.[] | .options.prog.id // empty][0]')
-[ -n "$cls_id" ] && [ -n "$noop_id" ] && [ "$noop_id" != null ] || die "program ids not found"
+if [ -z "$cls_id" ] || [ -z "$noop_id" ] || [ "$noop_id" = null ]; then
+	die "program ids not found"
+fi
 sysctl -qw kernel.bpf_stats_enabled=1 || die "cannot enable kernel.bpf_stats_enabled"
 
-prog_stats() { bpftool -j prog show id "$1" | jq -r '"\(.run_time_ns // 0) \(.run_cnt // 0)"'; }
+# "run_time_ns run_cnt" of programs $1 and $2, read in one call so that they match in time.
+prog_stats() {
+	bpftool -j prog show | jq -r --argjson a "$1" --argjson b "$2" '
+		def s(id): (map(select(.id == id))[0] // {}) | "\(.run_time_ns // 0) \(.run_cnt // 0)";
+		"\(s($a)) \(s($b))"'
+}
 sock_show() { mercuryd_s -j tag --pid "$1" --fd "$2" --show; }
 # "run_time_ns run_cnt" of both programs, the classifier's byte and tagged-packet counters,
 # the socket's acked bytes, the sender's retransmitted segments: taken together so that
@@ -57,15 +65,20 @@ snapshot() {
 	local st
 	st=$(mercuryd_s -j status va | jq -r '.interfaces[0].outcomes |
 		"\([.[].bytes] | add) \([.[].packets] | add) \(.tagged.packets)"')
-	echo "$(prog_stats "$cls_id") $(prog_stats "$noop_id") $st $(sock_show "$1" "$2" | jq .acked)" \
+	echo "$(prog_stats "$cls_id" "$noop_id") $st $(sock_show "$1" "$2" | jq .acked)" \
 		"$(in_s awk '$1 == "Tcp:" && $13 ~ /^[0-9]+$/ {print $13}' /proc/net/snmp)"
 }
 
 # Tags 32 ranges ahead of the stream: 31 one-byte ranges (levels alternate, or they would
-# merge) and then one to the end of any test. Prints the first offset of the last range.
+# merge) and then one to the end of any test. They start $3 seconds ahead at the stream's
+# current rate, room for the 32 tag calls (a range the peer acknowledges before the last call
+# is dropped by the next one). Prints the first offset of the last range.
 tag_ahead() {
-	local pid=$1 fd=$2 base k
-	base=$(($(sock_show "$pid" "$fd" | jq .next_write) + MARGIN))
+	local pid=$1 fd=$2 secs=$3 base k a0 a1
+	a0=$(sock_show "$pid" "$fd" | jq .acked)
+	sleep 0.2
+	a1=$(sock_show "$pid" "$fd" | jq .next_write)
+	base=$((a1 + (a1 - a0) * 5 * secs + 1048576))
 	for k in $(seq 0 30); do
 		mercuryd_s tag --pid "$pid" --fd "$fd" --offset $((base + k)) --len 1 \
 			--level $((1 + k % 2)) >/dev/null || return 1
@@ -81,30 +94,39 @@ forget_pid() {
 	PIDS=("${keep[@]}")
 }
 
-# One flow; prints "mode cls_ns_per_run noop_ns_per_run runs bytes_per_run segs_per_run
-# tagged_fraction gbit retransmitted_segments".
+stop_flow() { # client pid, server pid
+	kill "$1" "$2" 2>/dev/null
+	wait "$1" "$2" 2>/dev/null
+	forget_pid "$1"
+	forget_pid "$2"
+}
+
+# One flow (mode, port, tag budget in seconds); prints "mode cls_ns_per_run noop_ns_per_run
+# runs bytes_per_run segs_per_run tagged_fraction gbit retransmitted_segments".
 run_flow() {
-	local mode=$1 cport=$2 owner pid fd last=0 i a b acked mss spid cpid
+	local mode=$1 cport=$2 budget=$3 owner pid fd last=0 a b acked mss spid cpid
 	# A server per flow (-1: one test): a client stopped mid-test leaves no busy server.
 	# nsenter is started directly (not through in_r, a function): then $! is iperf3 itself
 	# (nsenter execs it), and killing $! really stops the flow.
 	nsenter --net=/var/run/netns/"$NS_R" iperf3 -s -1 -p "$cport" >/dev/null 2>&1 &
 	spid=$!
-	PIDS+=($spid)
+	PIDS+=("$spid")
 	sleep 0.3
-	nsenter --net=/var/run/netns/"$NS_S" iperf3 -c 10.77.0.2 -p "$cport" --cport "$cport" -t $((WAIT_MAX + SECS)) \
-		>/dev/null 2>&1 &
+	nsenter --net=/var/run/netns/"$NS_S" iperf3 -c 10.77.0.2 -p "$cport" --cport "$cport" \
+		-t $((WAIT_MAX + SECS + 3)) >/dev/null 2>&1 &
 	cpid=$!
-	PIDS+=($cpid)
+	PIDS+=("$cpid")
 	owner=$(wait_socket "$cport") || die "no socket on port $cport"
 	read -r pid fd <<<"$owner"
+	sleep 1 # past slow start, for both modes, and before tag_ahead measures the rate
 	if [ "$mode" = tagged ]; then
-		last=$(tag_ahead "$pid" "$fd") || die "tagging failed"
-		[ "$(sock_show "$pid" "$fd" | jq '.ranges | length')" -eq 32 ] ||
-			die "stream overtook the tags: raise MARGIN"
+		last=$(tag_ahead "$pid" "$fd" "$budget") || die "tagging failed"
+		if [ "$(sock_show "$pid" "$fd" | jq '.ranges | length')" -ne 32 ]; then
+			stop_flow "$cpid" "$spid"
+			return 2 # the stream overtook the tags: the caller retries with more room
+		fi
 	fi
-	sleep 1 # past slow start, for both modes
-	for i in $(seq 1 $((WAIT_MAX * 10))); do
+	for _ in $(seq 1 $((WAIT_MAX * 10))); do
 		acked=$(sock_show "$pid" "$fd" | jq .acked)
 		[ "$acked" -gt "$last" ] && break
 		sleep 0.1
@@ -119,10 +141,7 @@ run_flow() {
 		[ "$(sock_show "$pid" "$fd" | jq '.ranges | length')" -eq 32 ] ||
 			die "the socket lost ranges during the measurement"
 	fi
-	kill "$cpid" "$spid" 2>/dev/null # -t is only an upper bound; the window is measured
-	wait "$cpid" "$spid" 2>/dev/null
-	forget_pid "$cpid"
-	forget_pid "$spid"
+	stop_flow "$cpid" "$spid" # -t is only an upper bound; the window is measured
 	# shellcheck disable=SC2086
 	set -- $a $b
 	# $1..$9 before, ${10}..${18} after: cls_ns cls_cnt noop_ns noop_cnt bytes pkts tagged
@@ -132,19 +151,32 @@ run_flow() {
 		-v r0="$9" -v c1="${10}" -v n1="${11}" -v o1="${12}" -v p1="${13}" -v y1="${14}" \
 		-v k1="${15}" -v t1="${16}" -v a1="${17}" -v r1="${18}" 'BEGIN {
 		runs = n1 - n0; if (runs <= 0 || p1 - p0 <= 0) exit 1
+		# both programs see every packet: counts that differ mean the baseline is not fair
+		if ((p1 - p0) / runs < 0.98 || (p1 - p0) / runs > 1.02) {
+			printf "classifier ran %d times, the no-op %d\n", runs, p1 - p0 > "/dev/stderr"
+			exit 1
+		}
 		printf "%s %.2f %.2f %d %.0f %.2f %.4f %.2f %d\n", m, (c1 - c0) / runs,
 			(o1 - o0) / (p1 - p0), runs, (y1 - y0) / runs, (a1 - a0) / mss / runs,
 			(t1 - t0) / (k1 - k0), (a1 - a0) * 8 / secs / 1e9, r1 - r0 }'
 }
 
 : >"$tmp/runs"
+port=41000
 for r in $(seq 1 "$ROUNDS"); do
 	if [ $((r % 2)) = 1 ]; then order="tagged untagged"; else order="untagged tagged"; fi
 	for mode in $order; do
-		port=$((41000 + r * 2))
-		[ "$mode" = untagged ] && port=$((port + 1))
-		run_flow "$mode" "$port" >>"$tmp/runs" ||
-			die "round $r $mode: no runs counted"
+		budget=$TAG_BUDGET
+		for attempt in 1 2 3; do
+			port=$((port + 1))
+			run_flow "$mode" "$port" "$budget" >>"$tmp/runs"
+			rc=$?
+			[ $rc = 2 ] || break
+			echo "round $r: the stream overtook the tags, retrying with more room" >&2
+			budget=$((budget * 2))
+		done
+		[ "$rc" = 0 ] || die "round $r $mode: no runs counted, tags overtaken $attempt times," \
+			"or the no-op saw other packets"
 	done
 done
 
