@@ -33,10 +33,13 @@ EXAMPLE_BINS := $(EXAMPLE_SRCS:examples/%.c=$(BUILD)/examples/%)
 BENCH_SRCS  := $(wildcard bench/*.c)
 BENCH_BINS  := $(BENCH_SRCS:bench/%.c=$(BUILD)/bench/%)
 
+# BPF objects are wanted in their own right (tests, the VM image), not just as skeleton inputs.
+.SECONDARY: $(BPF_OBJS)
+
 .PHONY: all deps test test-unit test-kernel test-integration test-vm bench demo format check-format clean vmlinux
 LIBS_OUT := $(if $(LIB_SRCS),$(BUILD)/libmercury.so $(BUILD)/libmercury.a)
 PS_OUT   := $(if $(wildcard ps/main.c),$(BUILD)/mercury-ps)
-all: $(BUILD)/mercuryd $(LIBS_OUT) $(PS_OUT) $(UNIT_BINS) $(KTEST_BINS) $(BENCH_BINS) $(EXAMPLE_BINS)
+all: $(BUILD)/mercuryd $(BPF_OBJS) $(LIBS_OUT) $(PS_OUT) $(UNIT_BINS) $(KTEST_BINS) $(BENCH_BINS) $(EXAMPLE_BINS)
 
 deps:
 	scripts/deps.sh

@@ -12,12 +12,14 @@
 #include "iface_pins.h"
 #include "pins.h"
 #include "qdisc.h"
+#include "tagged_sockets.h"
+#include <bpf/bpf.h>
 
 static const char *const outcome_names[MERCURY_OUT_MAX] = {
-	[MERCURY_OUT_TAGGED] = "tagged",         [MERCURY_OUT_TAG_MISS] = "tag_miss",
-	[MERCURY_OUT_UNTAGGED] = "untagged",     [MERCURY_OUT_NO_PAYLOAD] = "no_payload",
-	[MERCURY_OUT_NO_OFFSET] = "no_offset",   [MERCURY_OUT_NOT_TCP] = "not_tcp",
-	[MERCURY_OUT_MALFORMED] = "malformed",
+    [MERCURY_OUT_TAGGED] = "tagged",	   [MERCURY_OUT_TAG_MISS] = "tag_miss",
+    [MERCURY_OUT_UNTAGGED] = "untagged",   [MERCURY_OUT_NO_PAYLOAD] = "no_payload",
+    [MERCURY_OUT_NO_OFFSET] = "no_offset", [MERCURY_OUT_NOT_TCP] = "not_tcp",
+    [MERCURY_OUT_MALFORMED] = "malformed",
 };
 
 struct status_walk {
@@ -81,10 +83,13 @@ static int show_one(const char *iface, void *arg)
 
 		json_object_object_add(o, "iface", json_object_new_string(iface));
 		json_object_object_add(o, "ifindex", json_object_new_int((int)st.ifindex));
-		json_object_object_add(o, "health", json_object_new_string(health(root, iface, &st)));
-		json_object_object_add(o, "backend", json_object_new_string(backend_name(st.backend)));
+		json_object_object_add(o, "health",
+				       json_object_new_string(health(root, iface, &st)));
+		json_object_object_add(o, "backend",
+				       json_object_new_string(backend_name(st.backend)));
 		json_object_object_add(o, "bands", json_object_new_int((int)st.nbands));
-		json_object_object_add(o, "default_band", json_object_new_int((int)st.default_band));
+		json_object_object_add(o, "default_band",
+				       json_object_new_int((int)st.default_band));
 		json_object_object_add(o, "rate_bps", json_object_new_int64((int64_t)st.rate_bps));
 		json_object_object_add(o, "hook", json_object_new_string(hook));
 		json_object_object_add(o, "qdisc_handle",
@@ -105,14 +110,15 @@ static int show_one(const char *iface, void *arg)
 		}
 		json_object_object_add(o, "per_band", bands);
 		for (int i = 0; i < MERCURY_OUT_MAX; i++)
-			json_object_object_add(outs, outcome_names[i], counter_json(&sum.outcome[i]));
+			json_object_object_add(outs, outcome_names[i],
+					       counter_json(&sum.outcome[i]));
 		json_object_object_add(o, "outcomes", outs);
 		json_object_array_add(w->list, o);
 		return 0;
 	}
 	printf("%s: %s, %s root %x:, %u bands, untagged -> band %u, hook %s", iface,
-	       health(root, iface, &st), backend_name(st.backend), st.qdisc_handle >> 16,
-	       st.nbands, st.default_band, hook);
+	       health(root, iface, &st), backend_name(st.backend), st.qdisc_handle >> 16, st.nbands,
+	       st.default_band, hook);
 	if (st.rate_bps)
 		printf(", rate %.0f Mbit/s", st.rate_bps * 8 / 1e6);
 	printf("\n  pins: %s\n  band  skb_priority      packets          bytes\n", dir);
@@ -126,6 +132,36 @@ static int show_one(const char *iface, void *arg)
 		       (unsigned long long)sum.outcome[i].packets,
 		       (unsigned long long)sum.outcome[i].bytes);
 	return 0;
+}
+
+#define STATUS_MAX_LISTED 256
+
+static void add_tagged(const struct tagged_socket *t, void *arg)
+{
+	struct json_object *list = arg, *o;
+
+	if (!list || json_object_array_length(list) >= STATUS_MAX_LISTED)
+		return;
+	o = json_object_new_object();
+	json_object_object_add(o, "cookie", json_object_new_int64((int64_t)t->cookie));
+	json_object_object_add(o, "owner", json_object_new_int64((int64_t)t->owner));
+	json_object_object_add(o, "ranges", json_object_new_int((int)t->ranges));
+	json_object_array_add(list, o);
+}
+
+/* Sockets holding tags, over every interface (the tag map is shared); -1 when none exist. */
+static int tagged_count(const struct cli_ctx *ctx, struct json_object *list)
+{
+	char path[PATH_MAX];
+	int fd, n;
+
+	pins_path(path, sizeof(path), ctx->pin_root, NULL, "sock_tags");
+	fd = bpf_obj_get(path);
+	if (fd < 0)
+		return -1;
+	n = tagged_sockets_walk(fd, add_tagged, list);
+	close(fd);
+	return n;
 }
 
 int do_status(const struct cli_ctx *ctx, int argc, char **argv)
@@ -150,14 +186,22 @@ int do_status(const struct cli_ctx *ctx, int argc, char **argv)
 	w.list = json_object_new_array();
 	r = argc == 2 ? show_one(argv[1], &w) : iface_for_each(ctx->pin_root, show_one, &w);
 	if (ctx->json && r == 0) {
-		struct json_object *o = json_object_new_object();
+		struct json_object *o = json_object_new_object(), *tagged = json_object_new_array();
+		int n = tagged_count(ctx, tagged);
 
 		json_object_object_add(o, "pin_root", json_object_new_string(ctx->pin_root));
+		json_object_object_add(o, "tagged_sockets", json_object_new_int(n < 0 ? 0 : n));
+		json_object_object_add(o, "tagged", tagged);
 		json_object_object_add(o, "interfaces", json_object_get(w.list));
 		printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
 		json_object_put(o);
 	} else if (r == 0 && w.n == 0) {
 		printf("no interface attached (pin root %s)\n", ctx->pin_root);
+	} else if (r == 0) {
+		int n = tagged_count(ctx, NULL);
+
+		if (n >= 0)
+			printf("sockets holding tags: %d\n", n);
 	}
 	json_object_put(w.list);
 	return r ? 1 : 0;

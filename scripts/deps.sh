@@ -13,7 +13,14 @@ missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
+# Clients of the event service must be root or in group mercury (socket mode 0660).
+ensure_group() {
+	getent group mercury >/dev/null && return 0
+	[ "$(id -u)" -eq 0 ] || { echo "deps: need root to create group mercury" >&2; return 1; }
+	groupadd --system mercury && echo "deps: created group mercury"
+}
 if [ ${#missing[@]} -eq 0 ]; then
+	ensure_group
 	echo "deps: all ${#pkgs[@]} packages present"
 	exit 0
 fi
@@ -22,3 +29,4 @@ echo "deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}"
+ensure_group

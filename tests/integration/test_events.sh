@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# Events end to end: mercuryd serve as a service, a C client and the Python client each open
+# one TCP connection per layer, tag tensors of different layers through libmercury and write
+# them. The per-socket, per-band counters must show >= 99.9 % of each tensor's bytes in the
+# band of its layer; after the clients close, no socket of theirs holds tags. Access: a user
+# outside group mercury is refused; a client cannot tag a socket it does not own.
+. "$(dirname "$0")/lib.sh"
+
+tmp=$(mktemp -d)
+chmod 755 "$tmp"
+sock=$tmp/run/mercuryd.sock
+trap 'cleanup; rm -rf "$tmp"' EXIT
+export MERCURY_SOCKET=$sock PYTHONPATH=$ROOT/python MERCURY_LIB=$ROOT/build/libmercury.so
+LAYERS=4
+SIZE=2000000
+
+tagged_sockets() { mercuryd_s -j status | jq '.tagged_sockets'; }
+# Band of layer l (1-based) of the current iteration with 8 bands: (l-1) * 6 / LAYERS.
+want_band() { echo $((($1 - 1) * 6 / LAYERS)); }
+
+setup_pair || { fail "namespace setup"; finish; }
+getent group mercury >/dev/null || { echo "SKIP: group mercury missing (make deps creates it)"; exit 77; }
+check "attach" mercuryd_s attach va --qdisc htb --rate 1gbit
+nsenter --net=/var/run/netns/"$NS_R" python3 -c '
+import socket, threading
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("0.0.0.0", 7000)); s.listen(128)
+def sink(c):
+    while c.recv(1 << 16):
+        pass
+while True:
+    c, _ = s.accept()
+    threading.Thread(target=sink, args=(c,), daemon=True).start()
+' &
+PIDS+=($!)
+nsenter --net=/var/run/netns/"$NS_S" "$MERCURYD" --pin-root "$PIN_ROOT" serve --socket "$sock" >"$tmp/serve.log" 2>&1 &
+PIDS+=($!)
+for i in $(seq 1 50); do [ -S "$sock" ] && break; sleep 0.1; done
+check "service socket is mode 0660 group mercury" test "$(stat -c '%a %G' "$sock")" = "660 mercury"
+base=$(tagged_sockets)
+
+check_bands() { # client-name output-file
+	local l line total inband
+	for l in $(seq 1 $LAYERS); do
+		line=$(grep "^layer $l:" "$2")
+		total=$(echo "$line" | grep -o 'band[0-9]*=[0-9]*' | cut -d= -f2 | paste -sd+ | bc)
+		inband=$(echo "$line" | grep -o "band$(want_band "$l")=[0-9]*" | cut -d= -f2)
+		check "$1 layer $l: ${inband:-0} of ${total:-0} bytes in band $(want_band "$l")" \
+			ge "${inband:-0}" "$(echo "${total:-1} * 0.999" | bc -l)"
+		check "$1 layer $l: at least the tensor went through the classifier" ge "${total:-0}" $SIZE
+	done
+}
+
+for i in $(seq 1 50); do in_r ss -Htln "( sport = :7000 )" | grep -q . && break; sleep 0.1; done
+in_s "$ROOT/build/examples/tag_tensor" 10.77.0.2 7000 $LAYERS $SIZE >"$tmp/c.out" 2>&1
+rc=$?
+check "C client ran ($(tr '\n' ';' <"$tmp/c.out"))" test "$rc" -eq 0
+check_bands "C client" "$tmp/c.out"
+in_s python3 "$ROOT/examples/tag_tensor.py" 10.77.0.2 7000 $LAYERS $SIZE >"$tmp/py.out" 2>&1
+rc=$?
+check "Python client ran ($(tr '\n' ';' <"$tmp/py.out"))" test "$rc" -eq 0
+check_bands "Python client" "$tmp/py.out"
+check "no socket of the closed clients holds tags ($(tagged_sockets) vs $base before)" test "$(tagged_sockets)" -eq "$base"
+
+# Access control. The unprivileged clients run from copies in a world-readable directory
+# (a checkout may live under a 0700 directory) with Debian's python3.
+gid=$(getent group mercury | cut -d: -f3)
+mkdir -p "$tmp/pub/python"
+cp -r "$ROOT/python/mercury" "$tmp/pub/python/"
+cp "$ROOT/build/libmercury.so" "$ROOT/build/examples/tag_tensor" "$tmp/pub/"
+chmod -R a+rX "$tmp/pub"
+export PYTHONPATH=$tmp/pub/python MERCURY_LIB=$tmp/pub/libmercury.so
+out=$(in_s setpriv --reuid=65534 --regid=65534 --clear-groups "$tmp/pub/tag_tensor" 10.77.0.2 7000 1 1000 2>&1)
+check "a user outside group mercury is refused ($out)" sh -c "echo \"\$1\" | grep -q 'mercury_connect: Permission denied'" _ "$out"
+# fd 7: a TCP socket opened by root, inherited by a client running as nobody in group mercury.
+out=$(in_s bash -c "exec 7<>/dev/tcp/10.77.0.2/7000; exec setpriv --reuid=65534 --regid=$gid --clear-groups /usr/bin/python3 -c '
+import mercury
+m = mercury.Client()
+m.job_declare(9, 4)
+try:
+    m.tag_next(7, 9, 1, mercury.PUSH, 0, 100)
+    print(\"tagged\")
+except mercury.MercuryError as e:
+    print(e)
+'" 2>&1)
+check "a client cannot tag a socket it does not own ($out)" sh -c "echo \"\$1\" | grep -q 'another user'" _ "$out"
+out=$(in_s bash -c "exec 7<>/dev/tcp/10.77.0.2/7000; exec setpriv --reuid=65534 --regid=$gid --clear-groups /usr/bin/python3 -c '
+import mercury, socket
+m = mercury.Client()
+m.job_declare(9, 4)
+s = socket.create_connection((\"10.77.0.2\", 7000))
+m.tag_next(s, 9, 1, mercury.PUSH, 0, 100)
+print(\"own socket tagged\")
+'" 2>&1)
+check "a group member can tag its own socket ($out)" sh -c "echo \"\$1\" | grep -q 'own socket tagged'" _ "$out"
+check "the service is still serving after the rejections" kill -0 "${PIDS[1]}"
+check "rejections were logged with a reason" grep -q "rejected: Operation not permitted" "$tmp/serve.log"
+check "detach" mercuryd_s detach va
+finish
