@@ -57,7 +57,7 @@ static void serve_pending(struct ps_node *n, struct ps_sslice *s)
 		while (done < s->npend[w] && servable(s, &s->pend[w][done])) {
 			struct ps_pending *p = &s->pend[w][done++];
 			ps_enqueue(n->sconn[w][0], PS_MSG_PULL_DATA, slice, p->iter, p->off, p->len,
-				   s->sum + p->off, 0);
+				   s->sum + p->off, p->iter << 32 | (uint64_t)s->sl->layer);
 		}
 		memmove(s->pend[w], s->pend[w] + done, (s->npend[w] - done) * sizeof(*s->pend[w]));
 		s->npend[w] -= done;
@@ -153,7 +153,7 @@ static int on_pull_req(struct ps_conn *c, const struct ps_msg_hdr *h)
 	pthread_mutex_lock(&s->mu);
 	if (servable(s, &p) && s->npend[w] == 0) {
 		r = ps_enqueue(c, PS_MSG_PULL_DATA, (int)h->slice, h->iter, h->off, h->len,
-			       s->sum + h->off, 0);
+			       s->sum + h->off, (uint64_t)h->iter << 32 | h->layer);
 	} else {
 		if (s->npend[w] == s->cappend[w]) {
 			int cap = s->cappend[w] ? s->cappend[w] * 2 : 16;

@@ -92,7 +92,7 @@ static void part_pump(struct ps_node *n)
 
 		n->inflight += p.len;
 		ps_enqueue(n->wconn[sl->server][0], PS_MSG_PUSH, p.slice, p.iter, p.off, p.len,
-			   grad_of(n, sl->layer) + sl->off + p.off, 0);
+			   grad_of(n, sl->layer) + sl->off + p.off, p.key);
 	}
 }
 
@@ -199,7 +199,9 @@ static int on_push_ack(struct ps_conn *c, const struct ps_msg_hdr *h)
 	n->inflight -= h->len < n->inflight ? h->len : n->inflight;
 	part_pump(n);
 	pthread_mutex_unlock(&n->mu);
-	return ps_enqueue(c, PS_MSG_PULL_REQ, (int)h->slice, h->iter, h->off, h->len, NULL, 0);
+	/* Same priority order as the pushes: the connection's queue is the scheduler's queue. */
+	return ps_enqueue(c, PS_MSG_PULL_REQ, (int)h->slice, h->iter, h->off, h->len, NULL,
+			  prio_key(h->iter, (int)h->layer));
 }
 
 void *ps_worker_rx(void *arg)
