@@ -129,3 +129,14 @@ check-format:
 
 clean:
 	rm -rf $(BUILD)
+
+# Reference PS on the emulated cluster (cluster/): the paper's comparison and its short demo.
+.PHONY: bench-cluster demo-cluster
+bench-cluster: $(BUILD)/mercury-ps $(BUILD)/mercuryd
+	cluster/bench.sh
+
+demo-cluster: $(BUILD)/mercury-ps $(BUILD)/mercuryd
+	cluster/demo.sh
+
+# The PS unit tests compile ps/*.c in; rebuild them when those change.
+$(BUILD)/tests/test_ps_aggregation $(BUILD)/tests/test_ps_placement: $(wildcard ps/*.c ps/*.h)
