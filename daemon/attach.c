@@ -258,6 +258,21 @@ int do_attach(const struct cli_ctx *ctx, int argc, char **argv)
 	st.nbands = cfg.nbands; /* the backend may have fewer bands than asked (tbf: 3) */
 	st.default_band = cfg.default_band;
 
+	struct qdisc_spec spec = {.ifindex = ifindex,
+				  .backend = st.backend,
+				  .nbands = st.nbands,
+				  .default_band = st.default_band,
+				  .rate_bps = st.rate_bps,
+				  .handle = st.qdisc_handle};
+	if (qdisc_install(&spec, &mqprio_hw, warn, sizeof(warn), err, sizeof(err))) {
+		cli_error(ctx, "attach %s: %s", a.iface, err);
+		goto out;
+	}
+	qdisc_done = true;
+	st.mqprio_hw = mqprio_hw;
+	if (warn[0])
+		cli_warn(ctx, "%s: %s", a.iface, warn);
+
 	if (pins_global_maps(ctx->pin_root, &tags_fd, &sstats_fd, err, sizeof(err))) {
 		cli_error(ctx, "attach %s: %s", a.iface, err);
 		goto out;
@@ -276,21 +291,6 @@ int do_attach(const struct cli_ctx *ctx, int argc, char **argv)
 			  strerror(errno));
 		goto out;
 	}
-
-	struct qdisc_spec spec = {.ifindex = ifindex,
-				  .backend = st.backend,
-				  .nbands = st.nbands,
-				  .default_band = st.default_band,
-				  .rate_bps = st.rate_bps,
-				  .handle = st.qdisc_handle};
-	if (qdisc_install(&spec, &mqprio_hw, warn, sizeof(warn), err, sizeof(err))) {
-		cli_error(ctx, "attach %s: %s", a.iface, err);
-		goto out;
-	}
-	qdisc_done = true;
-	st.mqprio_hw = mqprio_hw;
-	if (warn[0])
-		cli_warn(ctx, "%s: %s", a.iface, warn);
 
 	pinning = true;
 	if (pin_iface(skel, ctx->pin_root, a.iface, err, sizeof(err)) ||
