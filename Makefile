@@ -9,7 +9,8 @@ PKGS     := libbpf libnl-route-3.0 json-c libsystemd
 WARN     := -Wall -Wextra -Werror
 CFLAGS   ?= -O2 -g
 # Error messages are snprintf-ed into fixed buffers on purpose: truncation is acceptable there.
-CFLAGS   += -std=c11 -D_GNU_SOURCE $(WARN) -Wno-format-truncation -Iinclude -Idaemon -I$(BUILD) \
+SANITIZE ?=
+override CFLAGS += $(SANITIZE) -std=c11 -D_GNU_SOURCE $(WARN) -Wno-format-truncation -Iinclude -Idaemon -I$(BUILD) \
             $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 LDLIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lelf -lz
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) $(WARN) -Ivmlinux/$(ARCH) -Iinclude -Ibpf
@@ -36,7 +37,7 @@ BENCH_BINS  := $(BENCH_SRCS:bench/%.c=$(BUILD)/bench/%)
 # BPF objects are wanted in their own right (tests, the VM image), not just as skeleton inputs.
 .SECONDARY: $(BPF_OBJS)
 
-.PHONY: all deps test test-unit test-kernel test-integration test-vm bench demo format check-format clean vmlinux
+.PHONY: all deps test test-unit test-kernel test-integration test-vm test-asan fuzz bench demo format check-format clean vmlinux
 LIBS_OUT := $(if $(LIB_SRCS),$(BUILD)/libmercury.so $(BUILD)/libmercury.a)
 PS_OUT   := $(if $(wildcard ps/main.c),$(BUILD)/mercury-ps)
 all: $(BUILD)/mercuryd $(BPF_OBJS) $(LIBS_OUT) $(PS_OUT) $(UNIT_BINS) $(KTEST_BINS) $(BENCH_BINS) $(EXAMPLE_BINS)
@@ -120,6 +121,23 @@ bench: all
 demo: all
 	scripts/demo-two-flows.sh
 
+# libFuzzer over the event decoder (make fuzz FUZZ_RUNS=N; the test run does 1M).
+FUZZ_RUNS ?= 10000000
+$(BUILD)/fuzz/fuzz_wire: fuzz/fuzz_wire.c daemon/wire_decode.c daemon/wire_decode.h include/mercury_wire.h
+	@mkdir -p $(@D)
+	$(CLANG) -g -O1 -std=c11 -D_GNU_SOURCE $(WARN) -fsanitize=fuzzer,address,undefined \
+		-Iinclude -Idaemon fuzz/fuzz_wire.c daemon/wire_decode.c -o $@
+
+fuzz: $(BUILD)/fuzz/fuzz_wire
+	mkdir -p $(BUILD)/fuzz/corpus && cp fuzz/corpus/* $(BUILD)/fuzz/corpus/
+	$(BUILD)/fuzz/fuzz_wire -runs=$(FUZZ_RUNS) -max_len=1100 $(BUILD)/fuzz/corpus
+
+# The unit tests again, built with AddressSanitizer and UBSan, in their own build tree.
+test-asan:
+	$(MAKE) BUILD=build-asan CC=gcc CFLAGS="-O1 -g" SANITIZE="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
+		$(UNIT_SRCS:tests/unit/%.c=build-asan/tests/%)
+	BUILD=$(CURDIR)/build-asan tests/run.sh unit
+
 FORMAT_SRCS = $(shell git ls-files '*.c' '*.h' | grep -v '^vmlinux/')
 format:
 	clang-format -i $(FORMAT_SRCS)
@@ -128,7 +146,7 @@ check-format:
 	clang-format --dry-run --Werror $(FORMAT_SRCS)
 
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) build-asan
 
 # Reference PS on the emulated cluster (cluster/): the paper's comparison and its short demo.
 .PHONY: bench-cluster demo-cluster
