@@ -72,9 +72,9 @@ $(BUILD)/tests/%: tests/kernel/%.c $(BUILD)/libmercuryd.a $(SKELS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libmercuryd.a $(LDLIBS) -lcmocka
 
-$(BUILD)/bench/%: bench/%.c $(BUILD)/libmercuryd.a $(SKELS)
+$(BUILD)/bench/%: bench/%.c $(BUILD)/libmercuryd.a $(SKELS) $(LIBS_OUT)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libmercuryd.a $(LDLIBS) -lm
+	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libmercuryd.a $(BUILD)/libmercury.a $(LDLIBS) -lm -lpthread
 
 $(BUILD)/lib/%.pic.o: lib/%.c $(wildcard lib/*.h include/*.h) | $(BUILD)
 	@mkdir -p $(@D)

@@ -12,6 +12,9 @@ NS_R=${PFX}r # receiver
 # Under QEMU TCG (the kernel matrix) a veth carries ~1-2 Gbit/s: keep the bottleneck well below.
 if [ -n "${MERCURY_VM:-}" ]; then RATE_MBIT=${RATE_MBIT:-100}; else RATE_MBIT=${RATE_MBIT:-200}; fi
 TCP_CC=${TCP_CC:-bbr}
+# Share of the bottleneck the winning flow must get. Under TCG a guest CPU cannot always keep
+# even 100 Mbit/s full, so the matrix accepts 80 %.
+if [ -n "${MERCURY_VM:-}" ]; then WIN_SHARE=${WIN_SHARE:-0.8}; else WIN_SHARE=${WIN_SHARE:-0.9}; fi
 PIDS=()
 FAILS=0
 

@@ -38,9 +38,9 @@ done
 after_kill=$(jq '[.intervals[] | select(.sum.start >= 3) | .sum.bits_per_second] | min' "$tmp/flow.1")
 check "tagged flow never stalled after the kill (min interval $after_kill bit/s)" ge "${after_kill:-0}" 1
 both=$(echo "$(mean_mbit "$tmp/flow.1" 3) + $(mean_mbit "$tmp/flow.2" 3)" | bc -l)
-check "the link stayed busy after the kill ($both Mbit/s)" ge "$both" "$(echo "$RATE_MBIT * 0.9" | bc -l)"
+check "the link stayed busy after the kill ($both Mbit/s)" ge "$both" "$(echo "$RATE_MBIT * $WIN_SHARE" | bc -l)"
 check "flow 1 (tagged) kept priority after the kill" \
-	ge "$(mean_mbit "$tmp/flow.1" 3)" "$(echo "$RATE_MBIT * 0.9" | bc -l)"
+	ge "$(mean_mbit "$tmp/flow.1" 3)" "$(echo "$RATE_MBIT * $WIN_SHARE" | bc -l)"
 check "every classified packet was counted in a band (none dropped)" test "$(total_packets)" -eq "$(band_packets)"
 drops=$(in_s tc -s -j filter show dev va egress 2>/dev/null | jq '[.. | .drops? // empty] | add // 0')
 check "no drops by the classifier ($drops)" test "$drops" -eq 0

@@ -32,8 +32,8 @@ run_backend() {
 		printf '%s round %d: high (port %d) %.1f Mbit/s, low (port %d) %.1f Mbit/s\n' \
 			"$b" "$round" $((40000 + hi)) "$high_mbit" $((40000 + lo)) "$low_mbit"
 		if [ "$b" = htb ] || [ "$b" = tbf ]; then
-			check "$b round $round: high flow >= 90% of ${RATE_MBIT} Mbit" \
-				ge "$high_mbit" "$(echo "$RATE_MBIT * 0.9" | bc -l)"
+			check "$b round $round: high flow >= ${WIN_SHARE} of ${RATE_MBIT} Mbit" \
+				ge "$high_mbit" "$(echo "$RATE_MBIT * $WIN_SHARE" | bc -l)"
 			check "$b round $round: low flow <= 10% while both run" \
 				ge "$(echo "$RATE_MBIT * 0.1" | bc -l)" "$low_mbit"
 		fi
