@@ -67,11 +67,14 @@ cluster_up() {
 			echo "cluster: cannot set congestion control $CL_CC" >&2
 			return 1
 		}
+		# A connection whose tensors were preempted for a while must not restart from a
+		# small window (the usual setting for training clusters; the same in every mode).
+		cl_in "$i" sysctl -qw net.ipv4.tcp_slow_start_after_idle=0
 		shaper_attach "$i" "$rate" || return 1
 	done
 	local cc
 	cc=$(cl_in 0 sysctl -n net.ipv4.tcp_congestion_control)
-	echo "cluster: $n nodes ($CL_PFX), egress ${rate} Mbit/s each, shaper $CL_SHAPER, congestion control $cc"
+	echo "cluster: $n nodes ($CL_PFX), egress ${rate} Mbit/s each, shaper $CL_SHAPER, congestion control $cc, slow start after idle off"
 }
 
 shaper_attach() {
@@ -98,8 +101,9 @@ serve_start() {
 	local i
 	mkdir -p "$CL_RUN"
 	for ((i = 0; i < CL_NODES; i++)); do
-		cl_in "$i" "$MERCURYD" --pin-root "$CL_PIN" serve --socket "$CL_RUN/n$i.sock" \
-			>"$CL_RUN/serve$i.log" 2>&1 &
+		# nsenter execs the daemon, so $! is the daemon itself (killed by PID at teardown)
+		nsenter --net=/var/run/netns/"$(cl_ns "$i")" "$MERCURYD" --pin-root "$CL_PIN" serve \
+			--socket "$CL_RUN/n$i.sock" >"$CL_RUN/serve$i.log" 2>&1 &
 		CL_PIDS+=($!)
 	done
 	for ((i = 0; i < 50; i++)); do
@@ -136,13 +140,18 @@ run_ps() {
 	t0=$(date +%s.%N)
 	local pids=()
 	for ((i = 0; i < CL_NODES; i++)); do
-		cl_in "$i" env MERCURY_SOCKET="$CL_RUN/n$i.sock" timeout 600 "$PS_BIN" run \
+		# nsenter and env exec: $! is timeout(1), which passes a TERM on to the PS
+		nsenter --net=/var/run/netns/"$(cl_ns "$i")" env MERCURY_SOCKET="$CL_RUN/n$i.sock" \
+			timeout 600 "$PS_BIN" run \
 			--profile "$CL_ROOT/models/$model.prof" --mode "$mode" --nodes "$CL_NODES" \
 			--rank "$i" --hosts "$hosts" "${extra[@]}" "$@" \
 			--timeline "$tmp/tl.$i" >"$tmp/out.$i" 2>"$tmp/err.$i" &
 		pids+=($!)
 	done
+	local saved=("${CL_PIDS[@]}")
+	CL_PIDS+=("${pids[@]}")
 	for i in "${!pids[@]}"; do wait "${pids[$i]}" || rc=1; done
+	CL_PIDS=("${saved[@]}")
 	t1=$(date +%s.%N)
 	cpu1=$(cpu_busy_jiffies)
 	for ((i = 0; i < CL_NODES; i++)); do counters "$i" >"$tmp/c1.$i"; done

@@ -28,7 +28,7 @@ static void usage(FILE *f)
 	    "       mercury-ps ideal --profile F --nodes N --rate R [--shrink K --time-scale S]\n"
 	    "Options:\n"
 	    "  --port P          server port (default 9555; local: P, P+1, ...)\n"
-	    "  --conns K         connections per worker-server pair, mercury mode (8)\n"
+	    "  --conns K         connections per worker-server pair, mercury mode (16)\n"
 	    "  --chunk N         aggregation chunk, parameters (65536)\n"
 	    "  --part N          partition size, parameters (1000000)\n"
 	    "  --credit N        partition credit, parameters in flight (4000000)\n"
@@ -43,7 +43,8 @@ static void usage(FILE *f)
 	    "  --rate R          ideal: per-node egress rate, e.g. 400mbit, 10gbit\n"
 	    "  --slow-rank R --slow-s S   add S seconds per backward layer on worker R (tests)\n"
 	    "  --die-rank R      worker R drops its connections mid-iteration 1 (tests)\n"
-	    "  --sock-prio P     connection k gets SO_PRIORITY P+k: per-socket priority without\n"
+	    "  --sock-prio P     connection k of K gets SO_PRIORITY P+8k/K: per-socket priority "
+	    "without\n"
 	    "                    mercuryd (e.g. 0x4d450010, the htb leaves of Mercury's tree)\n");
 }
 
@@ -104,7 +105,10 @@ static void print_result(const struct ps_config *c, const struct ps_profile *p, 
 	       (unsigned long long)r->pulls_checked, (unsigned long long)r->mismatches, r->cpu_s,
 	       c->iters, (unsigned long long)c->shrink, c->time_scale,
 	       c->split_all ? "true" : "false", (unsigned long long)c->part,
-	       (unsigned long long)c->credit, c->mode == PS_MERCURY ? c->conns : 1,
+	       (unsigned long long)c->credit,
+	       c->mode != PS_MERCURY   ? 1
+	       : c->conns < p->nlayers ? c->conns
+				       : p->nlayers,
 	       r->tagged ? "true" : "false", (unsigned long long)r->tag_errors);
 	fflush(stdout);
 }

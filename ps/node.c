@@ -160,7 +160,8 @@ static struct ps_conn *conn_new(struct ps_node *n, int fd, int peer, int index, 
 	ps_sendq_init(&c->q);
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	if (n->cfg.sock_prio) {
-		int prio = (int)(n->cfg.sock_prio + (uint32_t)index);
+		int prio =
+		    (int)(n->cfg.sock_prio + (uint32_t)(index * 8 / n->K)); /* 8 htb leaves */
 		setsockopt(fd, SOL_SOCKET, SO_PRIORITY, &prio, sizeof(prio));
 	}
 	if (worker_side && !n->cfg.verify) {
@@ -317,7 +318,7 @@ void ps_config_defaults(struct ps_config *c)
 	c->mode = PS_MERCURY;
 	c->nodes = 1;
 	c->port = 9555;
-	c->conns = 8;
+	c->conns = 16;
 	c->chunk = 65536; /* 256 KiB of floats */
 	c->part = 1000000;
 	c->credit = 4000000;
@@ -448,7 +449,8 @@ int ps_node_run(const struct ps_config *cfg, const struct ps_profile *prof, stru
 	n->cfg = *cfg;
 	n->prof = prof;
 	n->L = prof->nlayers;
-	n->K = cfg->mode == PS_MERCURY ? cfg->conns : 1;
+	/* mercury: one connection per layer group; never more groups than layers */
+	n->K = cfg->mode == PS_MERCURY ? (cfg->conns < n->L ? cfg->conns : n->L) : 1;
 	n->listen_fd = -1;
 	pthread_mutex_init(&n->mu, NULL);
 	pthread_cond_init(&n->cv, NULL);
