@@ -85,14 +85,16 @@ socket_owner() {
 # Starts two iperf3 flows (client ports 40001, 40002) for $1 seconds; JSON into $2.1 / $2.2.
 start_two_flows() {
 	local secs=$1 out=$2 i
+	# nsenter directly, not through in_s/in_r: a backgrounded function makes $! a subshell,
+	# and killing that would leave iperf3 running.
 	for i in 1 2; do
-		in_r iperf3 -s -1 -p $((5200 + i)) >/dev/null 2>&1 &
+		nsenter --net=/var/run/netns/"$NS_R" iperf3 -s -1 -p $((5200 + i)) >/dev/null 2>&1 &
 		PIDS+=($!)
 	done
 	sleep 0.5
 	for i in 1 2; do
-		in_s iperf3 -c 10.77.0.2 -p $((5200 + i)) --cport $((40000 + i)) -t "$secs" -i 1 -J \
-			>"$out.$i" 2>&1 &
+		nsenter --net=/var/run/netns/"$NS_S" iperf3 -c 10.77.0.2 -p $((5200 + i)) \
+			--cport $((40000 + i)) -t "$secs" -i 1 -J >"$out.$i" 2>&1 &
 		PIDS+=($!)
 	done
 }
