@@ -27,8 +27,6 @@ expect_error() {
 }
 
 setup_pair || { fail "namespace setup"; finish; }
-in_r sh -c 'exec sleep 30' &
-PIDS+=($!)
 
 expect_error "unknown interface" "no interface 'nope0'" mercuryd_s attach nope0 --qdisc htb --rate 1gbit
 expect_error "unknown qdisc name" "unknown qdisc 'fq'" mercuryd_s attach va --qdisc fq
