@@ -19,7 +19,8 @@ rss() { awk '/^VmRSS/ {print $2}' /proc/"$daemon"/status; }
 tagged() { mercuryd_s -j status | jq '.tagged_sockets'; }
 
 in_s "$bench" latency -n ${LAT_N:-20000} --map "$PIN_ROOT/sock_tags"
-in_s "$bench" throughput -n ${TPUT_N:-2000000} -c 4
+in_s "$bench" throughput -n ${TPUT_N:-2000000} -c 4 -b 32
+in_s "$bench" throughput -n ${TPUT1_N:-200000} -c 4 -b 1
 in_s "$bench" soak -n 1000 -c 4 >/dev/null # warm up allocations before the baseline
 rss0=$(rss)
 t0=$(tagged)

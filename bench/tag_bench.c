@@ -25,6 +25,7 @@
 #define JOB 1
 
 static int listen_fd;
+static unsigned batch_size = MERCURY_MAX_BATCH;
 static struct sockaddr_in listen_addr;
 
 static double now_us(void)
@@ -149,8 +150,8 @@ static void *work(void *arg)
 			close(fd);
 			w->done++;
 		} else {
-			r = mercury_tag_batch(m, fd, JOB, batch, MERCURY_MAX_BATCH);
-			w->done += MERCURY_MAX_BATCH;
+			r = mercury_tag_batch(m, fd, JOB, batch, batch_size);
+			w->done += batch_size;
 		}
 		if (r) {
 			w->err = r;
@@ -182,10 +183,10 @@ static void parallel(int mode, long n, int clients, bool json)
 	}
 	dt = (now_us() - t0) / 1e6;
 	if (mode == 0)
-		printf(
-		    json ? "{\"clients\":%d,\"tensors\":%ld,\"seconds\":%.3f,\"tags_per_s\":%.0f}\n"
-			 : "%d clients tagged %ld tensors in %.2f s: %.0f tags/s (batches of 32)\n",
-		    clients, total, dt, total / dt);
+		printf(json ? "{\"clients\":%d,\"batch\":%u,\"tensors\":%ld,\"seconds\":%.3f,"
+			      "\"tags_per_s\":%.0f}\n"
+			    : "%d clients, batches of %u: %ld tensors in %.2f s, %.0f tags/s\n",
+		       clients, batch_size, total, dt, total / dt);
 	else
 		printf(json ? "{\"clients\":%d,\"sockets\":%ld,\"seconds\":%.3f}\n"
 			    : "%d clients opened, tagged and closed %ld sockets in %.2f s\n",
@@ -203,8 +204,10 @@ int main(int argc, char **argv)
 	bool json = false;
 	socklen_t len = sizeof(listen_addr);
 
-	while ((c = getopt_long(argc, argv, "n:c:jh", opts, NULL)) != -1) {
-		if (c == 'n')
+	while ((c = getopt_long(argc, argv, "n:c:b:jh", opts, NULL)) != -1) {
+		if (c == 'b')
+			batch_size = (unsigned)atoi(optarg);
+		else if (c == 'n')
 			n = atol(optarg);
 		else if (c == 'c')
 			clients = atoi(optarg);
@@ -213,12 +216,14 @@ int main(int argc, char **argv)
 		else if (c == 'm')
 			map_path = optarg;
 		else {
-			printf("usage: tag_bench latency|throughput|soak [-n N] [-c CLIENTS] [-j] "
+			printf("usage: tag_bench latency|throughput|soak [-n N] [-c CLIENTS] [-b "
+			       "BATCH] [-j] "
 			       "[--map PINNED_SOCK_TAGS]\n");
 			return c == 'h' ? 0 : 2;
 		}
 	}
-	if (optind != argc - 1 || clients < 1 || clients > 16) {
+	if (optind != argc - 1 || clients < 1 || clients > 16 || batch_size < 1 ||
+	    batch_size > MERCURY_MAX_BATCH) {
 		fprintf(stderr, "tag_bench: give one of latency, throughput, soak (-c 1..16)\n");
 		return 2;
 	}

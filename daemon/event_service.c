@@ -10,12 +10,12 @@
 #include "tag_store.h"
 #include "wire_decode.h"
 
-/* The fd is a connected TCP socket owned by the peer (or the peer is root). */
+/* The fd is a TCP socket owned by the peer (or the peer is root). Whether it is connected
+ * is checked where its stream position is read. */
 static int check_socket(int fd, const struct ucred *cred)
 {
 	int domain = 0, type = 0, proto = 0;
 	socklen_t len = sizeof(int);
-	uint64_t next, acked;
 	struct stat st;
 
 	if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len))
@@ -31,7 +31,7 @@ static int check_socket(int fd, const struct ucred *cred)
 		return -errno;
 	if (cred->uid != 0 && st.st_uid != cred->uid)
 		return -EPERM;
-	return sock_stream_position(fd, &next, &acked);
+	return 0;
 }
 
 static int slot_of(struct event_state *ev, uint32_t job, bool create)
@@ -144,8 +144,12 @@ void event_handle(struct event_state *ev, uint64_t client_id, const struct ucred
 		case MW_ITER_END:
 			r = policy_iteration_end(&ev->policy, m.iter.job, m.iter.iteration);
 			break;
-		case MW_REGISTER:
-			break; /* check_socket was the whole job */
+		case MW_REGISTER: {
+			uint64_t next, acked;
+
+			r = sock_stream_position(fds[0], &next, &acked); /* connected? */
+			break;
+		}
 		case MW_TAG:
 			r = do_tag(ev, client_id, fds[0], &m, reply);
 			break;
