@@ -22,7 +22,7 @@ die() { log "$*"; exit 1; }
 
 # Modules every backend and the clsact path need; extras via MERCURY_VM_MODULES.
 # shellcheck disable=SC2206 # the extra lists are space-separated on purpose
-modules=(veth sch_ingress cls_bpf sch_mqprio sch_prio sch_ets sch_htb sch_tbf
+modules=(veth bridge sch_ingress cls_bpf sch_mqprio sch_prio sch_ets sch_htb sch_tbf
 	sch_fq sch_netem sch_multiq act_skbedit act_bpf cls_matchall cls_u32 tcp_bbr ${MERCURY_VM_MODULES:-})
 # Full tools copied from the host (skipped with a note when absent).
 # shellcheck disable=SC2206
