@@ -30,9 +30,8 @@ int parse_rate(const char *s, uint64_t *bytes_per_sec)
 		const char *suffix;
 		double bits; /* bits per unit */
 	} units[] = {
-		{"", 1},           {"bit", 1},       {"kbit", 1e3},   {"mbit", 1e6},
-		{"gbit", 1e9},     {"tbit", 1e12},   {"bps", 8},      {"kbps", 8e3},
-		{"mbps", 8e6},     {"gbps", 8e9},    {"tbps", 8e12},
+	    {"", 1},	{"bit", 1},    {"kbit", 1e3}, {"mbit", 1e6}, {"gbit", 1e9},  {"tbit", 1e12},
+	    {"bps", 8}, {"kbps", 8e3}, {"mbps", 8e6}, {"gbps", 8e9}, {"tbps", 8e12},
 	};
 	char *end;
 	double v;
@@ -59,14 +58,10 @@ int parse_rate(const char *s, uint64_t *bytes_per_sec)
 int attach_args_parse(int argc, char **argv, struct attach_args *a, char *err, size_t errlen)
 {
 	static const struct option opts[] = {
-		{"qdisc", required_argument, NULL, 'q'},
-		{"bands", required_argument, NULL, 'b'},
-		{"rate", required_argument, NULL, 'r'},
-		{"default-band", required_argument, NULL, 'd'},
-		{"hook", required_argument, NULL, 'k'},
-		{"force", no_argument, NULL, 'f'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
+	    {"qdisc", required_argument, NULL, 'q'}, {"bands", required_argument, NULL, 'b'},
+	    {"rate", required_argument, NULL, 'r'},  {"default-band", required_argument, NULL, 'd'},
+	    {"hook", required_argument, NULL, 'k'},  {"force", no_argument, NULL, 'f'},
+	    {"help", no_argument, NULL, 'h'},	     {NULL, 0, NULL, 0},
 	};
 	uint64_t v;
 	int c;
@@ -79,9 +74,10 @@ int attach_args_parse(int argc, char **argv, struct attach_args *a, char *err, s
 		switch (c) {
 		case 'q':
 			if (backend_from_name(optarg, &a->backend)) {
-				snprintf(err, errlen,
-					 "unknown qdisc '%s': use auto, mqprio, prio, ets, htb or tbf",
-					 optarg);
+				snprintf(
+				    err, errlen,
+				    "unknown qdisc '%s': use auto, mqprio, prio, ets, htb or tbf",
+				    optarg);
 				return -EINVAL;
 			}
 			break;
@@ -103,8 +99,8 @@ int attach_args_parse(int argc, char **argv, struct attach_args *a, char *err, s
 			break;
 		case 'd':
 			if (parse_uint(optarg, MERCURY_MAX_BANDS, &v)) {
-				snprintf(err, errlen, "--default-band '%s': give a band number from 0",
-					 optarg);
+				snprintf(err, errlen,
+					 "--default-band '%s': give a band number from 0", optarg);
 				return -EINVAL;
 			}
 			a->default_band = (int)v;
@@ -117,7 +113,8 @@ int attach_args_parse(int argc, char **argv, struct attach_args *a, char *err, s
 			else if (strcmp(optarg, "clsact") == 0)
 				a->hook = MERCURY_HOOK_CLSACT;
 			else {
-				snprintf(err, errlen, "--hook '%s': use auto, tcx or clsact", optarg);
+				snprintf(err, errlen, "--hook '%s': use auto, tcx or clsact",
+					 optarg);
 				return -EINVAL;
 			}
 			break;
@@ -137,8 +134,9 @@ int attach_args_parse(int argc, char **argv, struct attach_args *a, char *err, s
 		}
 	}
 	if (optind != argc - 1) {
-		snprintf(err, errlen, optind >= argc ? "attach needs an interface name"
-						     : "attach takes one interface, got extra '%s'",
+		snprintf(err, errlen,
+			 optind >= argc ? "attach needs an interface name"
+					: "attach takes one interface, got extra '%s'",
 			 argv[optind < argc ? argc - 1 : 0]);
 		return -EINVAL;
 	}
@@ -154,11 +152,11 @@ int attach_args_parse(int argc, char **argv, struct attach_args *a, char *err, s
 int tag_args_parse(int argc, char **argv, struct tag_args *a, char *err, size_t errlen)
 {
 	static const struct option opts[] = {
-		{"pid", required_argument, NULL, 'p'},   {"fd", required_argument, NULL, 'F'},
-		{"next", required_argument, NULL, 'n'},  {"offset", required_argument, NULL, 'o'},
-		{"len", required_argument, NULL, 'l'},   {"level", required_argument, NULL, 'L'},
-		{"show", no_argument, NULL, 's'},        {"clear", no_argument, NULL, 'c'},
-		{"help", no_argument, NULL, 'h'},        {NULL, 0, NULL, 0},
+	    {"pid", required_argument, NULL, 'p'},  {"fd", required_argument, NULL, 'F'},
+	    {"next", required_argument, NULL, 'n'}, {"offset", required_argument, NULL, 'o'},
+	    {"len", required_argument, NULL, 'l'},  {"level", required_argument, NULL, 'L'},
+	    {"show", no_argument, NULL, 's'},	    {"clear", no_argument, NULL, 'c'},
+	    {"help", no_argument, NULL, 'h'},	    {NULL, 0, NULL, 0},
 	};
 	uint64_t v;
 	int c;
@@ -210,7 +208,8 @@ int tag_args_parse(int argc, char **argv, struct tag_args *a, char *err, size_t 
 			break;
 		case 'L':
 			if (parse_uint(optarg, MERCURY_MAX_LEVELS, &v)) {
-				snprintf(err, errlen, "--level '%s': give a level from 0 (most urgent) to %d",
+				snprintf(err, errlen,
+					 "--level '%s': give a level from 0 (most urgent) to %d",
 					 optarg, MERCURY_MAX_LEVELS - 1);
 				return -EINVAL;
 			}
@@ -240,7 +239,8 @@ int tag_args_parse(int argc, char **argv, struct tag_args *a, char *err, size_t 
 		return -EINVAL;
 	}
 	if (a->pid < 0 || a->fd < 0) {
-		snprintf(err, errlen, "tag needs --pid and --fd of the socket (see ls -l /proc/PID/fd)");
+		snprintf(err, errlen,
+			 "tag needs --pid and --fd of the socket (see ls -l /proc/PID/fd)");
 		return -EINVAL;
 	}
 	if (a->show || a->clear) {
@@ -250,8 +250,7 @@ int tag_args_parse(int argc, char **argv, struct tag_args *a, char *err, size_t 
 		}
 		return 0;
 	}
-	if (a->have_next == (a->have_offset || a->have_len) ||
-	    (a->have_offset != a->have_len)) {
+	if (a->have_next == (a->have_offset || a->have_len) || (a->have_offset != a->have_len)) {
 		snprintf(err, errlen, "give either --next N or --offset S --len N");
 		return -EINVAL;
 	}

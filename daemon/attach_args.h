@@ -10,10 +10,10 @@
 struct attach_args {
 	const char *iface;
 	enum mercury_backend backend; /* MERCURY_BACKEND_NONE: auto */
-	enum mercury_hook hook;       /* MERCURY_HOOK_NONE: auto (TCX, else clsact) */
-	unsigned bands;               /* 0: the backend's default */
-	uint64_t rate_bps;            /* bytes per second; 0: not given */
-	int default_band;             /* -1: last band */
+	enum mercury_hook hook;	      /* MERCURY_HOOK_NONE: auto (TCX, else clsact) */
+	unsigned bands;		      /* 0: the backend's default */
+	uint64_t rate_bps;	      /* bytes per second; 0: not given */
+	int default_band;	      /* -1: last band */
 	bool force;
 	bool help;
 };

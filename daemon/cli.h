@@ -7,8 +7,8 @@
 #define MERCURY_PIN_ROOT_DEFAULT "/sys/fs/bpf/mercury"
 
 struct cli_ctx {
-	bool json;            /* -j: JSON on stdout */
-	bool verbose;         /* -v: libbpf and netlink detail on stderr */
+	bool json;	      /* -j: JSON on stdout */
+	bool verbose;	      /* -v: libbpf and netlink detail on stderr */
 	const char *pin_root; /* --pin-root, default MERCURY_PIN_ROOT_DEFAULT */
 };
 
@@ -20,7 +20,9 @@ int do_tag(const struct cli_ctx *ctx, int argc, char **argv);
 int do_serve(const struct cli_ctx *ctx, int argc, char **argv);
 
 /* One-line error "mercuryd: <what>" on stderr (and {"error": ...} on stdout with -j). */
-void cli_error(const struct cli_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void cli_warn(const struct cli_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void cli_error(const struct cli_ctx *ctx, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+void cli_warn(const struct cli_ctx *ctx, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 
 #endif

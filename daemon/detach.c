@@ -18,9 +18,10 @@ int do_detach(const struct cli_ctx *ctx, int argc, char **argv)
 	int lock_fd, r, ret = 1;
 
 	if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-		printf("Usage: mercuryd detach <iface>\n\n"
-		       "Removes Mercury's classifier and root qdisc from <iface>, restores the root\n"
-		       "qdisc it replaced, and removes the pins under the pin root.\n");
+		printf(
+		    "Usage: mercuryd detach <iface>\n\n"
+		    "Removes Mercury's classifier and root qdisc from <iface>, restores the root\n"
+		    "qdisc it replaced, and removes the pins under the pin root.\n");
 		return 0;
 	}
 	if (argc != 2 || argv[1][0] == '-') {
@@ -33,7 +34,8 @@ int do_detach(const struct cli_ctx *ctx, int argc, char **argv)
 		return 1;
 	}
 	if (access(ctx->pin_root, F_OK)) {
-		cli_error(ctx, "detach: %s is not attached (no pins under %s)", iface, ctx->pin_root);
+		cli_error(ctx, "detach: %s is not attached (no pins under %s)", iface,
+			  ctx->pin_root);
 		return 1;
 	}
 	lock_fd = pins_lock(ctx->pin_root, err, sizeof(err));

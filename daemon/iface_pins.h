@@ -9,7 +9,7 @@
 /* Names of the pins in <root>/<iface>/. */
 #define PIN_PROG  "prog"
 #define PIN_LINK  "link"
-#define PIN_CFG   "cfg"
+#define PIN_CFG	  "cfg"
 #define PIN_STATS "stats"
 #define PIN_STATE "attach_state"
 

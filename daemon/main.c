@@ -15,14 +15,15 @@ struct cmd {
 };
 
 static const struct cmd cmds[] = {
-	{"attach", do_attach,
-	 "attach <iface> [--qdisc auto|mqprio|prio|ets|htb|tbf] [--bands N] [--rate R]\n"
-	 "                [--default-band B] [--force]"},
-	{"detach", do_detach, "detach <iface>"},
-	{"status", do_status, "status [<iface>]"},
-	{"tag", do_tag,
-	 "tag --pid P --fd F (--next N | --offset S --len N) --level L | --pid P --fd F --show|--clear"},
-	{"serve", do_serve, "serve [--socket PATH] [--group NAME]"},
+    {"attach", do_attach,
+     "attach <iface> [--qdisc auto|mqprio|prio|ets|htb|tbf] [--bands N] [--rate R]\n"
+     "                [--default-band B] [--force]"},
+    {"detach", do_detach, "detach <iface>"},
+    {"status", do_status, "status [<iface>]"},
+    {"tag", do_tag,
+     "tag --pid P --fd F (--next N | --offset S --len N) --level L | --pid P --fd F "
+     "--show|--clear"},
+    {"serve", do_serve, "serve [--socket PATH] [--group NAME]"},
 };
 
 static void usage(FILE *f)
@@ -55,9 +56,9 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{"json", no_argument, NULL, 'j'},   {"verbose", no_argument, NULL, 'v'},
-		{"help", no_argument, NULL, 'h'},   {"version", no_argument, NULL, 'V'},
-		{"pin-root", required_argument, NULL, 'P'}, {NULL, 0, NULL, 0},
+	    {"json", no_argument, NULL, 'j'},		{"verbose", no_argument, NULL, 'v'},
+	    {"help", no_argument, NULL, 'h'},		{"version", no_argument, NULL, 'V'},
+	    {"pin-root", required_argument, NULL, 'P'}, {NULL, 0, NULL, 0},
 	};
 	struct cli_ctx ctx = {.pin_root = MERCURY_PIN_ROOT_DEFAULT};
 	int c;

@@ -124,8 +124,10 @@ int do_tag(const struct cli_ctx *ctx, int argc, char **argv)
 	pins_path(path, sizeof(path), ctx->pin_root, NULL, "sock_tags");
 	map_fd = bpf_obj_get(path);
 	if (map_fd < 0) {
-		cli_error(ctx, "tag: no interface is attached (%s missing); run mercuryd attach "
-			       "<iface> first", path);
+		cli_error(ctx,
+			  "tag: no interface is attached (%s missing); run mercuryd attach "
+			  "<iface> first",
+			  path);
 		return 1;
 	}
 	sock = borrow_tcp_socket(a.pid, a.fd, err, sizeof(err));
@@ -147,11 +149,13 @@ int do_tag(const struct cli_ctx *ctx, int argc, char **argv)
 
 		r = tag_store_add(map_fd, sock, start, len, a.level, 0);
 		if (r == -EINVAL)
-			snprintf(err, sizeof(err), "[%llu, +%llu) overlaps or precedes the socket's "
+			snprintf(err, sizeof(err),
+				 "[%llu, +%llu) overlaps or precedes the socket's "
 				 "last tagged range (tags must go forward)",
 				 (unsigned long long)start, (unsigned long long)len);
 		else if (r == -ENOSPC)
-			snprintf(err, sizeof(err), "the socket already has %d unacknowledged tagged "
+			snprintf(err, sizeof(err),
+				 "the socket already has %d unacknowledged tagged "
 				 "ranges; wait for the peer to acknowledge or --clear",
 				 MERCURY_RANGES_PER_SOCK);
 	} else {

@@ -15,8 +15,8 @@ enum { TCPI_ESTABLISHED = 1, TCPI_CLOSE_WAIT = 8 };
 
 int tags_find(const struct mercury_sock_tags *tags, uint64_t offset)
 {
-	uint32_t lo = 0, hi = tags->count > MERCURY_RANGES_PER_SOCK ? MERCURY_RANGES_PER_SOCK
-								    : tags->count;
+	uint32_t lo = 0,
+		 hi = tags->count > MERCURY_RANGES_PER_SOCK ? MERCURY_RANGES_PER_SOCK : tags->count;
 
 	/* Last range whose start <= offset, then check its end: same as the classifier. */
 	while (lo < hi) {
@@ -60,7 +60,7 @@ int tags_insert(struct mercury_sock_tags *tags, uint64_t start, uint64_t len, ui
 		if (tags->count == MERCURY_RANGES_PER_SOCK)
 			return -ENOSPC;
 		tags->ranges[tags->count++] =
-			(struct mercury_range){.start = start, .end = start + len, .level = level};
+		    (struct mercury_range){.start = start, .end = start + len, .level = level};
 	}
 	tags->generation++;
 	return 0;

@@ -17,8 +17,8 @@
 
 static int attach_tcx(int prog_fd, int ifindex, const char *link_pin, char *err, size_t errlen)
 {
-	int link_fd = bpf_link_create(prog_fd, ifindex, (enum bpf_attach_type)MERCURY_BPF_TCX_EGRESS,
-				      NULL);
+	int link_fd =
+	    bpf_link_create(prog_fd, ifindex, (enum bpf_attach_type)MERCURY_BPF_TCX_EGRESS, NULL);
 	int r;
 
 	if (link_fd < 0)
@@ -39,8 +39,8 @@ static int attach_clsact(int prog_fd, int ifindex, struct tc_hook_result *res, c
 			 size_t errlen)
 {
 	DECLARE_LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = ifindex, .attach_point = BPF_TC_EGRESS);
-	DECLARE_LIBBPF_OPTS(bpf_tc_opts, opts, .prog_fd = prog_fd,
-			    .handle = MERCURY_CLSACT_HANDLE, .priority = MERCURY_CLSACT_PRIORITY);
+	DECLARE_LIBBPF_OPTS(bpf_tc_opts, opts, .prog_fd = prog_fd, .handle = MERCURY_CLSACT_HANDLE,
+			    .priority = MERCURY_CLSACT_PRIORITY);
 	int r = bpf_tc_hook_create(&hook);
 
 	if (r && r != -EEXIST) {
@@ -52,9 +52,10 @@ static int attach_clsact(int prog_fd, int ifindex, struct tc_hook_result *res, c
 	r = bpf_tc_attach(&hook, &opts);
 	if (r) {
 		snprintf(err, errlen,
-			 r == -EEXIST ? "a tc egress filter already uses handle 0x%x priority %u; "
-					"remove it or attach with --hook tcx"
-				      : "cannot attach the tc egress filter (handle 0x%x prio %u): %s",
+			 r == -EEXIST
+			     ? "a tc egress filter already uses handle 0x%x priority %u; "
+			       "remove it or attach with --hook tcx"
+			     : "cannot attach the tc egress filter (handle 0x%x prio %u): %s",
 			 MERCURY_CLSACT_HANDLE, MERCURY_CLSACT_PRIORITY, strerror(-r));
 		if (res->created_clsact) {
 			hook.attach_point = BPF_TC_INGRESS | BPF_TC_EGRESS;
@@ -117,8 +118,8 @@ static int clsact_filter_count(int ifindex)
 	return total;
 }
 
-int tc_hook_detach(int ifindex, const struct tc_hook_result *res, const char *link_pin,
-		   char *err, size_t errlen)
+int tc_hook_detach(int ifindex, const struct tc_hook_result *res, const char *link_pin, char *err,
+		   size_t errlen)
 {
 	int r = 0;
 

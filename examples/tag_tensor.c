@@ -66,7 +66,8 @@ int main(int argc, char **argv)
 		ssize_t n = mercury_send_tensor(m, fds[l], buf, size, JOB, l + 1, MERCURY_PUSH, 0);
 
 		if (n < 0) {
-			fprintf(stderr, "tag_tensor: layer %u: %s\n", l + 1, mercury_strerror((int)n));
+			fprintf(stderr, "tag_tensor: layer %u: %s\n", l + 1,
+				mercury_strerror((int)n));
 			return 1;
 		}
 	}

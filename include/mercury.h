@@ -43,9 +43,9 @@ enum mercury_dir {
 
 /* One tensor of a batch. layer counts from 1 (the input side). */
 struct mercury_tensor {
-	uint64_t len;       /* bytes, > 0 */
-	uint32_t layer;     /* 1 .. n_layers of the job */
-	uint32_t dir;       /* enum mercury_dir */
+	uint64_t len;	    /* bytes, > 0 */
+	uint32_t layer;	    /* 1 .. n_layers of the job */
+	uint32_t dir;	    /* enum mercury_dir */
 	uint64_t iteration; /* training step the bytes belong to */
 };
 
@@ -55,8 +55,7 @@ void mercury_disconnect(struct mercury_client *c);
 
 /* Declares a job: its layer count (layer 1 = input side) and its weight against other jobs on
  * this node (1 = normal; higher = more urgent). Must precede tags of that job. */
-int mercury_job_declare(struct mercury_client *c, uint32_t job, uint32_t n_layers,
-			uint32_t weight);
+int mercury_job_declare(struct mercury_client *c, uint32_t job, uint32_t n_layers, uint32_t weight);
 
 /* Marks the start of iteration `iteration` of `job` (the oldest unfinished iteration is the
  * one whose traffic goes first) and its end (all its traffic sent and received). */
@@ -82,8 +81,7 @@ int mercury_tag_range(struct mercury_client *c, int fd, uint32_t job, uint32_t l
 
 /* Tags then writes all of buf (retrying short writes). Returns len or a negative errno. */
 ssize_t mercury_send_tensor(struct mercury_client *c, int fd, const void *buf, size_t len,
-			    uint32_t job, uint32_t layer, enum mercury_dir dir,
-			    uint64_t iteration);
+			    uint32_t job, uint32_t layer, enum mercury_dir dir, uint64_t iteration);
 
 /* Bytes and packets the classifier put in each band for this socket (index = band). */
 struct mercury_socket_stats {

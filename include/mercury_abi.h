@@ -18,7 +18,7 @@
 /* No qdisc backend has more bands than this (mqprio: 16 priorities, at most 16 TCs). */
 #define MERCURY_MAX_BANDS 16
 /* Tagged byte ranges kept per socket; power of two so the BPF side can mask indices. */
-#define MERCURY_RANGES_PER_SOCK 32
+#define MERCURY_RANGES_PER_SOCK	   32
 #define MERCURY_RANGE_SEARCH_STEPS 6 /* ceil(log2(MERCURY_RANGES_PER_SOCK)) + 1 */
 
 /*
@@ -50,7 +50,7 @@ struct mercury_range {
 struct mercury_sock_tags {
 	__u32 count;
 	__u32 generation; /* bumped by every user-space rewrite */
-	__u64 owner;      /* client id of whoever tagged it (0: admin tool) */
+	__u64 owner;	  /* client id of whoever tagged it (0: admin tool) */
 	struct mercury_range ranges[MERCURY_RANGES_PER_SOCK];
 };
 
@@ -62,13 +62,13 @@ struct mercury_sock_stats {
 
 /* What the classifier decided for a packet; one counter pair each. */
 enum mercury_outcome {
-	MERCURY_OUT_TAGGED = 0,   /* payload offset found in a tagged range */
-	MERCURY_OUT_TAG_MISS,     /* socket has tags, offset in none of them */
-	MERCURY_OUT_UNTAGGED,     /* TCP socket without tags */
-	MERCURY_OUT_NO_PAYLOAD,   /* pure ACK, SYN, FIN, RST */
-	MERCURY_OUT_NO_OFFSET,    /* no full TCP socket to take the offset base from */
-	MERCURY_OUT_NOT_TCP,      /* other L4, non-first fragment, non-IP */
-	MERCURY_OUT_MALFORMED,    /* truncated or inconsistent headers */
+	MERCURY_OUT_TAGGED = 0, /* payload offset found in a tagged range */
+	MERCURY_OUT_TAG_MISS,	/* socket has tags, offset in none of them */
+	MERCURY_OUT_UNTAGGED,	/* TCP socket without tags */
+	MERCURY_OUT_NO_PAYLOAD, /* pure ACK, SYN, FIN, RST */
+	MERCURY_OUT_NO_OFFSET,	/* no full TCP socket to take the offset base from */
+	MERCURY_OUT_NOT_TCP,	/* other L4, non-first fragment, non-IP */
+	MERCURY_OUT_MALFORMED,	/* truncated or inconsistent headers */
 	MERCURY_OUT_MAX,
 };
 
@@ -87,8 +87,8 @@ struct mercury_stats {
 struct mercury_iface_cfg {
 	__u32 nbands;
 	__u32 default_band;
-	__u32 band_of_level[MERCURY_MAX_LEVELS];   /* level -> band, each < nbands */
-	__u32 skb_priority[MERCURY_MAX_BANDS];     /* band -> skb->priority for the backend */
+	__u32 band_of_level[MERCURY_MAX_LEVELS]; /* level -> band, each < nbands */
+	__u32 skb_priority[MERCURY_MAX_BANDS];	 /* band -> skb->priority for the backend */
 };
 
 /* Qdisc backends; the order is the CLI's. */
@@ -118,16 +118,16 @@ enum mercury_hook {
 struct mercury_attach_state {
 	__u32 layout_version;
 	__u32 ifindex;
-	__u32 backend;      /* enum mercury_backend */
-	__u32 hook;         /* enum mercury_hook */
+	__u32 backend; /* enum mercury_backend */
+	__u32 hook;    /* enum mercury_hook */
 	__u32 nbands;
 	__u32 default_band;
-	__u64 rate_bps;     /* htb/tbf bottleneck, bytes per second; 0 when unused */
+	__u64 rate_bps;	    /* htb/tbf bottleneck, bytes per second; 0 when unused */
 	__u32 qdisc_handle; /* root qdisc Mercury created (major << 16) */
 	__u32 tc_handle;    /* clsact filter handle (clsact hook only) */
 	__u32 tc_priority;  /* clsact filter priority (clsact hook only) */
 	__u32 created_clsact;
-	__u32 mqprio_hw;    /* mqprio: 1 when offloaded to the NIC */
+	__u32 mqprio_hw;       /* mqprio: 1 when offloaded to the NIC */
 	__u32 saved_qdisc_len; /* bytes of saved_qdisc in use; 0 when the old root was default */
 	__u64 attached_at_ns;  /* CLOCK_REALTIME */
 	__u8 saved_qdisc[MERCURY_SAVED_QDISC_MAX]; /* RTM_NEWQDISC of the replaced root, --force */

@@ -126,9 +126,8 @@ out:
 API int mercury_job_declare(struct mercury_client *c, uint32_t job, uint32_t n_layers,
 			    uint32_t weight)
 {
-	struct mw_job_declare f = {.job = htole32(job),
-				   .n_layers = htole32(n_layers),
-				   .weight = htole32(weight)};
+	struct mw_job_declare f = {
+	    .job = htole32(job), .n_layers = htole32(n_layers), .weight = htole32(weight)};
 	struct mw_reply reply;
 
 	hdr_init(&f.h, MW_JOB_DECLARE, sizeof(f));

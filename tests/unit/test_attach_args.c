@@ -9,8 +9,12 @@
 
 #include "attach_args.h"
 
-#define ARGV(...) (char *[]){__VA_ARGS__, NULL}
-#define ARGC(v)   ((int)(sizeof(v) / sizeof(char *)) - 1)
+#define ARGV(...)                                                                                  \
+	(char *[])                                                                                 \
+	{                                                                                          \
+		__VA_ARGS__, NULL                                                                  \
+	}
+#define ARGC(v) ((int)(sizeof(v) / sizeof(char *)) - 1)
 
 static int parse_attach(char **argv, int argc, struct attach_args *a, char *err)
 {
@@ -105,21 +109,24 @@ static void test_tag(void **state)
 	char err[256] = "";
 
 	(void)state;
-	assert_int_equal(tag_args_parse(8, ARGV("tag", "--pid", "12", "--fd", "3", "--next", "100",
-						"--level", "0"),
-					&t, err, sizeof(err)),
-			 -EINVAL); /* argc 8 leaves "0" out: --level needs a value */
-	assert_int_equal(tag_args_parse(9, ARGV("tag", "--pid", "12", "--fd", "3", "--next", "100",
-						"--level", "0"),
-					&t, err, sizeof(err)),
-			 0);
+	assert_int_equal(
+	    tag_args_parse(8,
+			   ARGV("tag", "--pid", "12", "--fd", "3", "--next", "100", "--level", "0"),
+			   &t, err, sizeof(err)),
+	    -EINVAL); /* argc 8 leaves "0" out: --level needs a value */
+	assert_int_equal(
+	    tag_args_parse(9,
+			   ARGV("tag", "--pid", "12", "--fd", "3", "--next", "100", "--level", "0"),
+			   &t, err, sizeof(err)),
+	    0);
 	assert_int_equal(t.pid, 12);
 	assert_int_equal(t.fd, 3);
 	assert_true(t.have_next);
 	assert_int_equal(t.next, 100);
 	assert_int_equal(t.level, 0);
-	assert_int_equal(tag_args_parse(11, ARGV("tag", "--pid", "1", "--fd", "3", "--offset", "0",
-						 "--len", "5", "--level", "15"),
+	assert_int_equal(tag_args_parse(11,
+					ARGV("tag", "--pid", "1", "--fd", "3", "--offset", "0",
+					     "--len", "5", "--level", "15"),
 					&t, err, sizeof(err)),
 			 0);
 	assert_true(t.have_offset && t.have_len);
@@ -143,7 +150,8 @@ static void test_tag_errors(void **state)
 {
 	(void)state;
 	expect_tag_error(ARGV("tag", "--next", "5", "--level", "1"), 5, "--pid and --fd");
-	expect_tag_error(ARGV("tag", "--pid", "1", "--fd", "3", "--level", "1"), 7, "either --next");
+	expect_tag_error(ARGV("tag", "--pid", "1", "--fd", "3", "--level", "1"), 7,
+			 "either --next");
 	expect_tag_error(ARGV("tag", "--pid", "1", "--fd", "3", "--next", "5", "--offset", "0",
 			      "--len", "3", "--level", "1"),
 			 13, "either --next");
@@ -162,9 +170,12 @@ static void test_tag_errors(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_rates),          cmocka_unit_test(test_attach_full),
-		cmocka_unit_test(test_attach_defaults), cmocka_unit_test(test_attach_errors),
-		cmocka_unit_test(test_tag),            cmocka_unit_test(test_tag_errors),
+	    cmocka_unit_test(test_rates),
+	    cmocka_unit_test(test_attach_full),
+	    cmocka_unit_test(test_attach_defaults),
+	    cmocka_unit_test(test_attach_errors),
+	    cmocka_unit_test(test_tag),
+	    cmocka_unit_test(test_tag_errors),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

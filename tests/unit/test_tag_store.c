@@ -17,7 +17,7 @@ static void test_insert_and_find(void **state)
 	assert_int_equal(tags_insert(&t, 200, 10, 1, 0), 0);
 	assert_int_equal(t.count, 2);
 	assert_int_equal(tags_find(&t, 99), -1);
-	assert_int_equal(tags_find(&t, 100), 0);  /* start inclusive */
+	assert_int_equal(tags_find(&t, 100), 0); /* start inclusive */
 	assert_int_equal(tags_find(&t, 149), 0);
 	assert_int_equal(tags_find(&t, 150), -1); /* end exclusive */
 	assert_int_equal(tags_find(&t, 199), -1); /* gap */
@@ -88,11 +88,11 @@ static void test_stream_offset_wrap(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_insert_and_find),
-		cmocka_unit_test(test_out_of_order_rejected),
-		cmocka_unit_test(test_adjacent_same_level_merges),
-		cmocka_unit_test(test_full_table_and_ack_recycling),
-		cmocka_unit_test(test_stream_offset_wrap),
+	    cmocka_unit_test(test_insert_and_find),
+	    cmocka_unit_test(test_out_of_order_rejected),
+	    cmocka_unit_test(test_adjacent_same_level_merges),
+	    cmocka_unit_test(test_full_table_and_ack_recycling),
+	    cmocka_unit_test(test_stream_offset_wrap),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
