@@ -27,6 +27,20 @@
 #define HTB_QUANTUM	  60000u  /* explicit, so the kernel does not warn about r2q */
 #define LEAF_PFIFO_LIMIT  1000
 
+/*
+ * Burst of a rate: what it sends in 1 ms (tc's default, HZ=1000), at least 64 KiB. libnl
+ * would derive it from the psched clock (1 GHz here), i.e. one MTU, and leave cburst 0: then
+ * a class cannot borrow faster than about 20 Gbit/s, far below an unshaped veth or a 100G NIC.
+ */
+static uint32_t htb_burst(uint64_t rate)
+{
+	uint64_t b = rate / 1000 + 1514;
+
+	if (b < 65536)
+		b = 65536;
+	return b > UINT32_MAX / 2 ? UINT32_MAX / 2 : (uint32_t)b;
+}
+
 static int set_rates(struct rtnl_class *cl, uint64_t rate, uint64_t ceil)
 {
 	int rc = rate > UINT32_MAX ? rtnl_htb_set_rate64(cl, rate)
@@ -35,6 +49,10 @@ static int set_rates(struct rtnl_class *cl, uint64_t rate, uint64_t ceil)
 	if (rc == 0)
 		rc = ceil > UINT32_MAX ? rtnl_htb_set_ceil64(cl, ceil)
 				       : rtnl_htb_set_ceil(cl, (uint32_t)ceil);
+	if (rc == 0)
+		rc = rtnl_htb_set_rbuffer(cl, htb_burst(rate));
+	if (rc == 0)
+		rc = rtnl_htb_set_cbuffer(cl, htb_burst(ceil));
 	return rc;
 }
 
