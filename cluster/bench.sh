@@ -98,6 +98,6 @@ cluster_down
 /usr/bin/python3 "$here/report.py" "$OUT" | tee "$OUT/results.md"
 for model in $MODELS; do
 	[ -f "$OUT/fifo.$model.tl" ] && [ -f "$OUT/mercury.$model.tl" ] &&
-		gnuplot -e "fifo='$OUT/fifo.$model.tl'; merc='$OUT/mercury.$model.tl'; out='$OUT/timeline-$model.png'; model='$model'" \
-			"$here/timeline.gp" 2>/dev/null && echo "timeline: $OUT/timeline-$model.png"
+		"$here/timeline.sh" "$OUT/fifo.$model.tl" "$OUT/mercury.$model.tl" \
+			"$OUT/timeline-$model.png" "$model" && echo "timeline: $OUT/timeline-$model.png"
 done

@@ -34,7 +34,11 @@ ok = not errors
 res = {
     "label": label, "model": model, "mode": mode, "ok": ok, "nodes": n,
     "rate_mbit": rate, "shaper": shaper, "congestion_control": cc,
-    "iter_s": max(x.get("iter_s", 0) for x in nodes) if ok else None,
+    # Cluster-wide: from the first node's start of the measured iterations to the last
+    # node's end (one clock for all namespaces). Per-worker windows can each miss part of
+    # the traffic their node still sends to slower workers.
+    "iter_s": (max(x["t_end"] for x in nodes) - min(x["t_start"] for x in nodes)) /
+              nodes[0]["iters"] if ok else None,
     "iter_s_nodes": [x.get("iter_s") for x in nodes],
     "wall_s": round(t1 - t0, 3),
     "out_segs": out_segs, "retrans_segs": retrans,

@@ -97,6 +97,10 @@ static void print_result(const struct ps_config *c, const struct ps_profile *p, 
 		printf(",\"error\":\"%s\"}\n", err);
 		return;
 	}
+	/* Forward-pass ends (CLOCK_MONOTONIC, the same clock in every namespace) bounding the
+	 * measured iterations, so a cluster-wide time can be taken across nodes. */
+	printf(",\"t_start\":%.6f,\"t_end\":%.6f", r->fp_end[c->warmup],
+	       r->fp_end[c->warmup + c->iters]);
 	printf(",\"iter_s\":%.6f,\"bytes_sent\":%llu,\"verify\":%s,\"pulls_checked\":%llu,"
 	       "\"mismatches\":%llu,\"cpu_s\":%.3f,\"iters\":%d,\"shrink\":%llu,"
 	       "\"time_scale\":%g,\"split_all\":%s,\"part\":%llu,\"credit\":%llu,\"conns\":%d,"
