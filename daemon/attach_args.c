@@ -55,6 +55,17 @@ int parse_rate(const char *s, uint64_t *bytes_per_sec)
 	return -EINVAL;
 }
 
+/* getopt's ':' (missing value) and '?' (unknown option), as one-line errors. */
+static int option_error(char *err, size_t errlen, int c, char **argv, const char *verb)
+{
+	if (c == ':')
+		snprintf(err, errlen, "option '%s' needs a value", argv[optind - 1]);
+	else
+		snprintf(err, errlen, "unknown option '%s'; see mercuryd %s --help",
+			 argv[optind - 1], verb);
+	return -EINVAL;
+}
+
 int attach_args_parse(int argc, char **argv, struct attach_args *a, char *err, size_t errlen)
 {
 	static const struct option opts[] = {
@@ -124,13 +135,8 @@ int attach_args_parse(int argc, char **argv, struct attach_args *a, char *err, s
 		case 'h':
 			a->help = true;
 			return 0;
-		case ':':
-			snprintf(err, errlen, "option '%s' needs a value", argv[optind - 1]);
-			return -EINVAL;
 		default:
-			snprintf(err, errlen, "unknown option '%s'; see mercuryd attach --help",
-				 argv[optind - 1]);
-			return -EINVAL;
+			return option_error(err, errlen, c, argv, "attach");
 		}
 	}
 	if (optind != argc - 1) {
@@ -225,13 +231,8 @@ int tag_args_parse(int argc, char **argv, struct tag_args *a, char *err, size_t 
 		case 'h':
 			a->help = true;
 			return 0;
-		case ':':
-			snprintf(err, errlen, "option '%s' needs a value", argv[optind - 1]);
-			return -EINVAL;
 		default:
-			snprintf(err, errlen, "unknown option '%s'; see mercuryd tag --help",
-				 argv[optind - 1]);
-			return -EINVAL;
+			return option_error(err, errlen, c, argv, "tag");
 		}
 	}
 	if (optind != argc) {
