@@ -4,7 +4,7 @@
 # against vanilla FIFO and ByteScheduler-style partitioning, next to the ideal bound.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-MODEL=${MODEL:-resnet50} NODES=${NODES:-4} ITERS=${ITERS:-3} SHRINK=${SHRINK:-2}
+MODEL=${MODEL:-resnet50} NODES=${NODES:-4} ITERS=${ITERS:-4} SHRINK=${SHRINK:-2}
 . "$here/lib.sh"
 [ "$(id -u)" -eq 0 ] || { echo "demo: needs root (network namespaces)" >&2; exit 1; }
 [ -x "$PS_BIN" ] || { echo "demo: $PS_BIN missing: run make" >&2; exit 1; }
