@@ -34,30 +34,34 @@ static int check_socket(int fd, const struct ucred *cred)
 	return 0;
 }
 
-static int slot_of(struct event_state *ev, uint32_t job, bool create)
+/* Slot of (uid, job): an existing one, or (create) a free one; -ESRCH / -ENOSPC. */
+static int slot_of(struct event_state *ev, uint32_t uid, uint32_t job, bool create)
 {
 	int free_slot = -1;
 
 	for (int i = 0; i < POLICY_MAX_JOBS; i++) {
-		if (ev->slots[i].refs && ev->slots[i].job == job)
+		if (ev->slots[i].refs && ev->slots[i].job == job && ev->slots[i].uid == uid)
 			return i;
 		if (!ev->slots[i].refs && free_slot < 0)
 			free_slot = i;
 	}
-	if (!create || free_slot < 0)
+	if (!create)
+		return -ESRCH;
+	if (free_slot < 0)
 		return -ENOSPC;
 	ev->slots[free_slot].job = job;
+	ev->slots[free_slot].uid = uid;
 	return free_slot;
 }
 
-static int do_declare(struct event_state *ev, uint64_t *mask, const struct mw_msg *m)
+static int do_declare(struct event_state *ev, uint32_t uid, uint64_t *mask, const struct mw_msg *m)
 {
-	int slot = slot_of(ev, m->job.job, true);
+	int slot = slot_of(ev, uid, m->job.job, true);
 	int r;
 
 	if (slot < 0)
 		return slot;
-	r = policy_declare(&ev->policy, m->job.job, m->job.n_layers, m->job.weight);
+	r = policy_declare(&ev->policy, (uint32_t)slot, m->job.n_layers, m->job.weight);
 	if (r)
 		return r;
 	if (!(*mask & (1ull << slot))) {
@@ -67,16 +71,29 @@ static int do_declare(struct event_state *ev, uint64_t *mask, const struct mw_ms
 	return 0;
 }
 
-static int do_tag(struct event_state *ev, uint64_t client_id, int fd, const struct mw_msg *m,
-		  struct mw_reply *reply)
+static int do_iteration(struct event_state *ev, uint32_t uid, const struct mw_msg *m)
+{
+	int slot = slot_of(ev, uid, m->iter.job, false);
+
+	if (slot < 0)
+		return slot;
+	if (m->type == MW_ITER_BEGIN)
+		return policy_iteration_begin(&ev->policy, (uint32_t)slot, m->iter.iteration);
+	return policy_iteration_end(&ev->policy, (uint32_t)slot, m->iter.iteration);
+}
+
+static int do_tag(struct event_state *ev, uint64_t client_id, uint32_t uid, int fd,
+		  const struct mw_msg *m, struct mw_reply *reply)
 {
 	struct mercury_sock_tags tags;
 	uint64_t next, acked, start;
 	uint32_t levels[MW_MAX_BATCH];
-	int r;
+	int slot = slot_of(ev, uid, m->tag.job, false), r;
 
+	if (slot < 0)
+		return slot;
 	for (uint32_t i = 0; i < m->tag.count; i++) {
-		r = policy_level(&ev->policy, m->tag.job, m->tag.t[i].layer, m->tag.t[i].dir,
+		r = policy_level(&ev->policy, (uint32_t)slot, m->tag.t[i].layer, m->tag.t[i].dir,
 				 m->tag.t[i].iteration, &levels[i]);
 		if (r)
 			return r;
@@ -91,6 +108,11 @@ static int do_tag(struct event_state *ev, uint64_t client_id, int fd, const stru
 		if (tags.count && tags.ranges[tags.count - 1].end > start)
 			start = tags.ranges[tags.count - 1].end;
 	}
+	/* Out of order: the batch starts inside or before the last range still unacknowledged
+	 * (acknowledged ranges are dropped by tags_insert and do not count). */
+	if (tags.count && tags.count <= MERCURY_RANGES_PER_SOCK &&
+	    tags.ranges[tags.count - 1].end > acked && start < tags.ranges[tags.count - 1].end)
+		return -EEXIST;
 	reply->start = start;
 	for (uint32_t i = 0; i < m->tag.count; i++) {
 		r = tags_insert(&tags, start, m->tag.t[i].len, levels[i], acked);
@@ -136,13 +158,11 @@ void event_handle(struct event_state *ev, uint64_t client_id, const struct ucred
 	if (r == 0) {
 		switch (m.type) {
 		case MW_JOB_DECLARE:
-			r = do_declare(ev, jobs_mask, &m);
+			r = do_declare(ev, cred->uid, jobs_mask, &m);
 			break;
 		case MW_ITER_BEGIN:
-			r = policy_iteration_begin(&ev->policy, m.iter.job, m.iter.iteration);
-			break;
 		case MW_ITER_END:
-			r = policy_iteration_end(&ev->policy, m.iter.job, m.iter.iteration);
+			r = do_iteration(ev, cred->uid, &m);
 			break;
 		case MW_REGISTER: {
 			uint64_t next, acked;
@@ -151,7 +171,7 @@ void event_handle(struct event_state *ev, uint64_t client_id, const struct ucred
 			break;
 		}
 		case MW_TAG:
-			r = do_tag(ev, client_id, fds[0], &m, reply);
+			r = do_tag(ev, client_id, cred->uid, fds[0], &m, reply);
 			break;
 		case MW_STATS:
 			r = do_stats(ev, fds[0], reply);
@@ -174,6 +194,6 @@ void event_client_gone(struct event_state *ev, uint64_t jobs_mask)
 		if (!(jobs_mask & (1ull << i)) || !ev->slots[i].refs)
 			continue;
 		if (--ev->slots[i].refs == 0)
-			policy_remove(&ev->policy, ev->slots[i].job);
+			policy_remove(&ev->policy, (uint32_t)i);
 	}
 }

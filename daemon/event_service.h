@@ -16,9 +16,15 @@ struct event_state {
 	struct policy policy;
 	int tags_fd, stats_fd; /* shared sock_tags / sock_stats maps */
 	unsigned min_bands_seen;
-	/* Jobs by slot; a client's jobs_mask bit i means it declared slot i's job. */
+	/*
+	 * Jobs by slot. A job is named by its id within the declaring user's namespace: (uid,
+	 * job), so one user cannot change another user's job (its layers, weight, iteration);
+	 * the policy knows a job by its slot index. A client's jobs_mask bit i means it
+	 * declared slot i's job; the job is forgotten when its last declaring client goes.
+	 */
 	struct {
 		uint32_t job;
+		uint32_t uid;
 		unsigned refs;
 	} slots[POLICY_MAX_JOBS];
 	uint64_t frames, rejected;

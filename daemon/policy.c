@@ -77,7 +77,7 @@ int policy_iteration_begin(struct policy *p, uint32_t job, uint64_t iteration)
 	struct policy_job *j = find(p, job);
 
 	if (!j)
-		return -ENOENT;
+		return -ESRCH;
 	if (!j->has_open || iteration < j->oldest_open) {
 		/* Re-base the window on the older iteration (ended bits move up). */
 		uint64_t shift = j->has_open ? j->oldest_open - iteration : 0;
@@ -95,7 +95,7 @@ int policy_iteration_end(struct policy *p, uint32_t job, uint64_t iteration)
 	uint64_t d;
 
 	if (!j)
-		return -ENOENT;
+		return -ESRCH;
 	if (!j->has_open || iteration < j->oldest_open)
 		return 0;
 	d = iteration - j->oldest_open;
@@ -128,7 +128,7 @@ int policy_level(const struct policy *p, uint32_t job, uint32_t layer, uint32_t 
 
 	(void)dir;
 	if (!j)
-		return -ENOENT;
+		return -ESRCH;
 	if (layer == 0 || layer > j->n_layers)
 		return -ERANGE;
 	/* Without iteration marks every tag counts as the current iteration. */

@@ -26,10 +26,10 @@ void policy_set_bands(struct policy *p, unsigned nbands);
 int policy_declare(struct policy *p, uint32_t job, uint32_t n_layers, uint32_t weight);
 /* Forgets a job (its last client went away). */
 void policy_remove(struct policy *p, uint32_t job);
-/* -ENOENT: job not declared. */
+/* -ESRCH: job not declared. */
 int policy_iteration_begin(struct policy *p, uint32_t job, uint64_t iteration);
 int policy_iteration_end(struct policy *p, uint32_t job, uint64_t iteration);
-/* -ENOENT: job not declared; -ERANGE: layer outside 1..n_layers. dir does not matter: push
+/* -ESRCH: job not declared; -ERANGE: layer outside 1..n_layers. dir does not matter: push
  * and pull of a layer are equally urgent (immediate aggregation overlaps them). */
 int policy_level(const struct policy *p, uint32_t job, uint32_t layer, uint32_t dir,
 		 uint64_t iteration, uint32_t *level);

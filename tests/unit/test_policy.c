@@ -116,13 +116,13 @@ static void test_errors(void **state)
 
 	(void)state;
 	policy_init(&p, 8);
-	assert_int_equal(policy_level(&p, 1, 1, 0, 0, &l), -ENOENT);
+	assert_int_equal(policy_level(&p, 1, 1, 0, 0, &l), -ESRCH);
 	assert_int_equal(policy_declare(&p, 1, 0, 1), -EINVAL);
 	assert_int_equal(policy_declare(&p, 1, 3, 0), -EINVAL);
 	policy_declare(&p, 1, 3, 1);
 	assert_int_equal(policy_level(&p, 1, 0, 0, 0, &l), -ERANGE);
 	assert_int_equal(policy_level(&p, 1, 4, 0, 0, &l), -ERANGE);
-	assert_int_equal(policy_iteration_begin(&p, 9, 0), -ENOENT);
+	assert_int_equal(policy_iteration_begin(&p, 9, 0), -ESRCH);
 	for (uint32_t j = 2; j <= POLICY_MAX_JOBS; j++)
 		assert_int_equal(policy_declare(&p, j, 3, 1), 0);
 	assert_int_equal(policy_declare(&p, 999, 3, 1), -ENOSPC);

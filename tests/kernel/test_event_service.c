@@ -1,0 +1,302 @@
+/*
+ * The event service's frame handler against the real shared socket maps and real sockets
+ * (root): tags land in sock_tags where the classifier reads them, each refusal (non-TCP,
+ * unconnected, another user's socket, undeclared job, out-of-order offsets, bad layer) has
+ * its own code, a refused batch leaves the map untouched, and jobs are per user.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <cmocka.h>
+
+#include "event_service.h"
+#include "pins.h"
+#include "tag_store.h"
+
+static char pin_root[64];
+static struct event_state ev;
+static int tcp_fd = -1, peer_fd = -1;
+static const struct ucred root_cred = {.pid = 1, .uid = 0, .gid = 0};
+static const struct ucred user_cred = {.pid = 2, .uid = 4242, .gid = 4242};
+
+struct tag_frame {
+	struct mw_tag tag;
+	struct mw_tensor t[MW_MAX_BATCH];
+};
+
+static void hdr(struct mw_hdr *h, uint16_t type, size_t len)
+{
+	static uint32_t seq;
+
+	*h = (struct mw_hdr){
+	    .len = (uint32_t)len, .version = MW_VERSION, .type = type, .seq = ++seq};
+}
+
+/* One frame through the handler; returns the reply's status. */
+static int handle(const struct ucred *cred, uint64_t *mask, const void *frame, size_t n, int fd,
+		  struct mw_reply *reply)
+{
+	struct mw_reply scratch;
+
+	if (!reply)
+		reply = &scratch;
+	event_handle(&ev, cred->uid + 1, cred, mask, frame, n, false, &fd, fd >= 0 ? 1 : 0, reply);
+	assert_int_equal(reply->h.seq, ((const struct mw_hdr *)frame)->seq);
+	return reply->status;
+}
+
+static int declare(const struct ucred *cred, uint64_t *mask, uint32_t job, uint32_t layers,
+		   uint32_t weight)
+{
+	struct mw_job_declare f = {.job = job, .n_layers = layers, .weight = weight};
+
+	hdr(&f.h, MW_JOB_DECLARE, sizeof(f));
+	return handle(cred, mask, &f, sizeof(f), -1, NULL);
+}
+
+static int iteration(const struct ucred *cred, uint16_t type, uint32_t job, uint64_t it)
+{
+	struct mw_iter f = {.job = job, .iteration = it};
+	uint64_t mask = 0;
+
+	hdr(&f.h, type, sizeof(f));
+	return handle(cred, &mask, &f, sizeof(f), -1, NULL);
+}
+
+/* Tags n tensors of `len` bytes with the given layers on fd, from offset. */
+static int tag(const struct ucred *cred, int fd, uint32_t job, uint64_t offset,
+	       const uint32_t *layers, unsigned n, uint64_t len, struct mw_reply *reply)
+{
+	struct tag_frame f;
+	size_t size = sizeof(struct mw_tag) + n * sizeof(struct mw_tensor);
+	uint64_t mask = 0;
+
+	memset(&f, 0, sizeof(f));
+	hdr(&f.tag.h, MW_TAG, size);
+	f.tag.job = job;
+	f.tag.count = n;
+	f.tag.offset = offset;
+	for (unsigned i = 0; i < n; i++)
+		f.t[i] = (struct mw_tensor){.len = len, .layer = layers[i], .dir = 0};
+	return handle(cred, &mask, &f, size, fd, reply);
+}
+
+static struct mercury_sock_tags map_tags(int fd)
+{
+	struct mercury_sock_tags t;
+
+	assert_int_equal(tag_store_get(ev.tags_fd, fd, &t), 0);
+	return t;
+}
+
+static int setup(void **state)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t len = sizeof(a);
+	char err[256];
+	int lfd;
+
+	(void)state;
+	if (geteuid() != 0) {
+		fprintf(stderr, "test_event_service: needs root (BPF maps); skipping\n");
+		return 0;
+	}
+	snprintf(pin_root, sizeof(pin_root), "/sys/fs/bpf/mqev%d", (int)getpid());
+	memset(&ev, 0, sizeof(ev));
+	ev.tags_fd = ev.stats_fd = -1;
+	if (pins_prepare(pin_root, err, sizeof(err)) ||
+	    pins_global_maps(pin_root, &ev.tags_fd, &ev.stats_fd, err, sizeof(err))) {
+		fprintf(stderr, "test_event_service: %s; skipping\n", err);
+		ev.tags_fd = -1;
+		return 0;
+	}
+	policy_init(&ev.policy, 8);
+	lfd = socket(AF_INET, SOCK_STREAM, 0);
+	assert_true(lfd >= 0);
+	assert_int_equal(bind(lfd, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(lfd, 4), 0);
+	assert_int_equal(getsockname(lfd, (struct sockaddr *)&a, &len), 0);
+	tcp_fd = socket(AF_INET, SOCK_STREAM, 0);
+	assert_int_equal(connect(tcp_fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	peer_fd = accept(lfd, NULL, NULL);
+	assert_true(peer_fd >= 0);
+	close(lfd);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	char path[128];
+
+	(void)state;
+	if (tcp_fd >= 0)
+		close(tcp_fd);
+	if (peer_fd >= 0)
+		close(peer_fd);
+	if (ev.tags_fd >= 0) {
+		close(ev.tags_fd);
+		close(ev.stats_fd);
+		snprintf(path, sizeof(path), "%s/sock_tags", pin_root);
+		unlink(path);
+		snprintf(path, sizeof(path), "%s/sock_stats", pin_root);
+		unlink(path);
+		rmdir(pin_root);
+	}
+	return 0;
+}
+
+#define NEED_MAPS()                                                                                \
+	do {                                                                                       \
+		if (ev.tags_fd < 0)                                                                \
+			skip();                                                                    \
+	} while (0)
+
+static void test_tags_reach_the_map(void **state)
+{
+	uint32_t l1 = 1, l8 = 8, both[2] = {2, 7};
+	struct mercury_sock_tags t;
+	struct mw_reply r;
+	uint64_t mask = 0, next, acked;
+
+	(void)state;
+	NEED_MAPS();
+	assert_int_equal(declare(&root_cred, &mask, 1, 8, 1), 0);
+	assert_int_equal(sock_stream_position(tcp_fd, &next, &acked), 0);
+	assert_int_equal(tag(&root_cred, tcp_fd, 1, MW_OFFSET_NEXT, &l1, 1, 1000, &r), 0);
+	assert_int_equal(r.start, next); /* the socket's next write position */
+	assert_int_equal(r.end, next + 1000);
+	assert_int_equal(r.count, 1);
+	t = map_tags(tcp_fd);
+	assert_int_equal(t.count, 1);
+	assert_int_equal(t.ranges[0].start, next);
+	assert_int_equal(t.ranges[0].end, next + 1000);
+	assert_int_equal(t.ranges[0].level, 0); /* layer 1: band 0 */
+	assert_int_equal(t.owner, root_cred.uid + 1);
+	/* Nothing written yet: the next tag continues where the last one ended (tag ahead). */
+	assert_int_equal(tag(&root_cred, tcp_fd, 1, MW_OFFSET_NEXT, &l8, 1, 500, &r), 0);
+	assert_int_equal(r.start, next + 1000);
+	/* A batch: back to back, one map write. */
+	assert_int_equal(tag(&root_cred, tcp_fd, 1, MW_OFFSET_NEXT, both, 2, 100, &r), 0);
+	assert_int_equal(r.start, next + 1500);
+	assert_int_equal(r.end, next + 1700);
+	t = map_tags(tcp_fd);
+	assert_int_equal(t.count, 4);
+	assert_int_equal(t.ranges[1].level, 5); /* layer 8 of 8: last of 6 groups */
+	assert_int_equal(t.ranges[2].level, 0); /* layer 2 of 8 */
+	assert_int_equal(t.ranges[3].level, 4); /* layer 7 of 8: (7 - 1) * 6 / 8 */
+	/* Explicit offsets after the last range: accepted, with a gap. */
+	assert_int_equal(tag(&root_cred, tcp_fd, 1, next + 5000, &l1, 1, 10, &r), 0);
+	assert_int_equal(r.start, next + 5000);
+	assert_int_equal(map_tags(tcp_fd).count, 5);
+}
+
+static void test_refusals_each_own_code(void **state)
+{
+	uint32_t l1 = 1, bad[2] = {1, 9};
+	struct mercury_sock_tags before;
+	int udp = socket(AF_INET, SOCK_DGRAM, 0), unconnected = socket(AF_INET6, SOCK_STREAM, 0);
+	int unix_pair[2], pipe_fds[2];
+	uint64_t mask = 0;
+
+	(void)state;
+	NEED_MAPS();
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, unix_pair), 0);
+	assert_int_equal(pipe(pipe_fds), 0);
+	assert_int_equal(declare(&root_cred, &mask, 2, 8, 1), 0);
+	before = map_tags(tcp_fd);
+	/* Out of order: inside or before the last unacknowledged range. */
+	assert_int_equal(
+	    tag(&root_cred, tcp_fd, 2, before.ranges[before.count - 1].start, &l1, 1, 1, NULL),
+	    -EEXIST);
+	assert_int_equal(tag(&root_cred, tcp_fd, 2, 0, &l1, 1, 1, NULL), -EEXIST);
+	/* All or nothing: the second tensor's layer is outside the job. */
+	assert_int_equal(tag(&root_cred, tcp_fd, 2, MW_OFFSET_NEXT, bad, 2, 10, NULL), -ERANGE);
+	assert_int_equal(tag(&root_cred, tcp_fd, 77, MW_OFFSET_NEXT, &l1, 1, 10, NULL), -ESRCH);
+	assert_int_equal(map_tags(tcp_fd).generation, before.generation);
+	assert_int_equal(tag(&root_cred, udp, 2, MW_OFFSET_NEXT, &l1, 1, 10, NULL), -EPROTOTYPE);
+	assert_int_equal(tag(&root_cred, unix_pair[0], 2, MW_OFFSET_NEXT, &l1, 1, 10, NULL),
+			 -EPROTOTYPE);
+	assert_int_equal(tag(&root_cred, pipe_fds[0], 2, MW_OFFSET_NEXT, &l1, 1, 10, NULL),
+			 -ENOTSOCK);
+	assert_int_equal(tag(&root_cred, unconnected, 2, MW_OFFSET_NEXT, &l1, 1, 10, NULL),
+			 -ENOTCONN);
+	/* Registration checks the same things. */
+	struct mw_register reg;
+	hdr(&reg.h, MW_REGISTER, sizeof(reg));
+	assert_int_equal(handle(&root_cred, &mask, &reg, sizeof(reg), tcp_fd, NULL), 0);
+	hdr(&reg.h, MW_REGISTER, sizeof(reg));
+	assert_int_equal(handle(&root_cred, &mask, &reg, sizeof(reg), unconnected, NULL),
+			 -ENOTCONN);
+	hdr(&reg.h, MW_REGISTER, sizeof(reg));
+	assert_int_equal(handle(&root_cred, &mask, &reg, sizeof(reg), udp, NULL), -EPROTOTYPE);
+	/* The handler closes nothing: the service closes the passed fds itself. */
+	assert_true(fcntl(udp, F_GETFD) >= 0);
+	close(udp);
+	close(unconnected);
+	close(unix_pair[0]);
+	close(unix_pair[1]);
+	close(pipe_fds[0]);
+	close(pipe_fds[1]);
+	event_client_gone(&ev, mask);
+}
+
+static void test_users_are_separate(void **state)
+{
+	uint32_t l8 = 8;
+	uint64_t root_mask = 0, user_mask = 0;
+	struct mw_reply r;
+
+	(void)state;
+	NEED_MAPS();
+	assert_int_equal(declare(&root_cred, &root_mask, 5, 8, 1), 0);
+	/* Another user's socket (the test's sockets are root's). */
+	assert_int_equal(declare(&user_cred, &user_mask, 5, 2, 1), 0);
+	assert_int_equal(tag(&user_cred, tcp_fd, 5, MW_OFFSET_NEXT, &l8, 1, 10, NULL), -EPERM);
+	/* The user's job 5 is its own: root's job 5 still has 8 layers. */
+	assert_int_equal(tag(&root_cred, tcp_fd, 5, MW_OFFSET_NEXT, &l8, 1, 10, &r), 0);
+	/* Iteration marks of a job the user never declared. */
+	assert_int_equal(iteration(&user_cred, MW_ITER_BEGIN, 6, 1), -ESRCH);
+	assert_int_equal(iteration(&user_cred, MW_ITER_END, 5, 1), 0);
+	assert_int_equal(iteration(&root_cred, MW_ITER_BEGIN, 5, 3), 0);
+	/* When its only client goes, the job goes; the other user's job stays. */
+	event_client_gone(&ev, user_mask);
+	assert_int_equal(iteration(&user_cred, MW_ITER_END, 5, 1), -ESRCH);
+	assert_int_equal(iteration(&root_cred, MW_ITER_END, 5, 3), 0);
+	event_client_gone(&ev, root_mask);
+	assert_int_equal(iteration(&root_cred, MW_ITER_END, 5, 3), -ESRCH);
+}
+
+static void test_stats_reply(void **state)
+{
+	struct mw_stats_req f;
+	struct mw_reply r;
+	uint64_t mask = 0;
+
+	(void)state;
+	NEED_MAPS();
+	hdr(&f.h, MW_STATS, sizeof(f));
+	assert_int_equal(handle(&root_cred, &mask, &f, sizeof(f), tcp_fd, &r), 0);
+	for (int b = 0; b < 16; b++) /* nothing went through a classifier here */
+		assert_int_equal(r.bytes[b], 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_tags_reach_the_map),
+	    cmocka_unit_test(test_refusals_each_own_code),
+	    cmocka_unit_test(test_users_are_separate),
+	    cmocka_unit_test(test_stats_reply),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
