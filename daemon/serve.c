@@ -9,7 +9,6 @@
 #include <getopt.h>
 #include <grp.h>
 #include <limits.h>
-#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,22 +82,29 @@ static void refresh_bands(struct service *s)
 			 s->ev.min_bands_seen > MERCURY_MAX_BANDS ? 8 : s->ev.min_bands_seen);
 }
 
-static bool peer_allowed(const struct service *s, const struct ucred *cr)
+/* Root, or the group among the peer's groups as they were at connect() (SO_PEERGROUPS: the
+ * process's real supplementary groups, not the user database's). */
+static bool peer_allowed(const struct service *s, int fd, const struct ucred *cr)
 {
-	struct passwd *pw;
-	gid_t groups[256];
-	int n = 256;
+	gid_t stack_groups[256], *groups = stack_groups;
+	socklen_t len = sizeof(stack_groups);
+	bool ok = false;
+	int r;
 
 	if (cr->uid == 0 || (s->have_group && cr->gid == s->group))
 		return true;
-	if (!s->have_group || !(pw = getpwuid(cr->uid)))
+	if (!s->have_group)
 		return false;
-	if (getgrouplist(pw->pw_name, pw->pw_gid, groups, &n) < 0)
-		return false;
-	for (int i = 0; i < n; i++)
-		if (groups[i] == s->group)
-			return true;
-	return false;
+	r = getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len);
+	if (r && errno == ERANGE) { /* len now says how much is needed */
+		groups = malloc(len);
+		r = groups ? getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len) : -1;
+	}
+	for (size_t i = 0; r == 0 && !ok && i < len / sizeof(gid_t); i++)
+		ok = groups[i] == s->group;
+	if (groups != stack_groups)
+		free(groups);
+	return ok;
 }
 
 static void drop_client(struct service *s, struct client *c)
@@ -118,7 +124,7 @@ static void accept_client(struct service *s)
 
 	if (fd < 0)
 		return;
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) || !peer_allowed(s, &cr)) {
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) || !peer_allowed(s, fd, &cr)) {
 		fprintf(stderr,
 			"mercuryd: refused client pid %d uid %d: not root or in group "
 			"mercury\n",

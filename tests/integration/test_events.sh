@@ -71,7 +71,7 @@ cp "$ROOT/build/libmercury.so" "$ROOT/build/examples/tag_tensor" "$tmp/pub/"
 chmod -R a+rX "$tmp/pub"
 export PYTHONPATH=$tmp/pub/python MERCURY_LIB=$tmp/pub/libmercury.so
 out=$(in_s setpriv --reuid=65534 --regid=65534 --clear-groups "$tmp/pub/tag_tensor" 10.77.0.2 7000 1 1000 2>&1)
-check "a user outside group mercury is refused ($out)" sh -c "echo \"\$1\" | grep -q 'mercury_connect: Permission denied'" _ "$out"
+check "a user outside group mercury is refused ($out)" sh -c "echo \"\$1\" | grep -q 'mercury_connect: permission denied'" _ "$out"
 # fd 7: a TCP socket opened by root, inherited by a client running as nobody in group mercury.
 out=$(in_s bash -c "exec 7<>/dev/tcp/10.77.0.2/7000; exec setpriv --reuid=65534 --regid=$gid --clear-groups /usr/bin/python3 -c '
 import mercury
@@ -93,6 +93,16 @@ m.tag_next(s, 9, 1, mercury.PUSH, 0, 100)
 print(\"own socket tagged\")
 '" 2>&1)
 check "a group member can tag its own socket ($out)" sh -c "echo \"\$1\" | grep -q 'own socket tagged'" _ "$out"
+# mercury as a supplementary group only: the daemon checks the peer's groups (SO_PEERGROUPS).
+out=$(in_s setpriv --reuid=65534 --regid=65534 --groups="$gid" /usr/bin/python3 -c '
+import mercury, socket
+m = mercury.Client()
+m.job_declare(9, 4)
+s = socket.create_connection(("10.77.0.2", 7000))
+m.tag_next(s, 9, 4, mercury.PULL, 0, 100)
+print("supplementary member tagged")
+' 2>&1)
+check "a supplementary member of group mercury can tag ($out)" sh -c "echo \"\$1\" | grep -q 'supplementary member tagged'" _ "$out"
 check "the service is still serving after the rejections" kill -0 "${PIDS[1]}"
 check "rejections were logged with a reason" grep -q "rejected: Operation not permitted" "$tmp/serve.log"
 check "detach" mercuryd_s detach va
