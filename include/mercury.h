@@ -15,11 +15,29 @@
  *  - Put tensors of different urgency on different sockets: TCP cannot reorder bytes inside
  *    one stream, so a packet can only overtake packets of other sockets.
  *  - The library never keeps your socket: it passes the fd to the daemon (SCM_RIGHTS), which
- *    reads what it needs and closes its copy at once.
+ *    reads what it needs and closes its copy at once. Only sockets the calling user created
+ *    can be tagged (root may tag any).
+ *  - Tags live with the socket, not with the client: the kernel frees them when the socket
+ *    closes. A socket that outlives its client (disconnect, exit of a helper process) keeps
+ *    its ranges until it closes, so bytes tagged and still queued are classified as tagged;
+ *    bytes beyond the last range go to the interface's default band.
+ *  - Job ids are per user: (uid, job) names a job, so users cannot touch each other's jobs.
+ *    A job is forgotten when the last client that declared it disconnects.
+ *  - Cost: every call is one round trip to the daemon (a few microseconds). Tag a batch of
+ *    tensors bound for one socket with one call where you can (mercury_tag_batch).
  *
  * All functions are thread-safe (one request at a time per client; use one client per thread
- * for parallelism), allocate nothing after mercury_connect(), and return 0 or a negative errno;
- * mercury_strerror() explains the Mercury-specific ones.
+ * for parallelism; do not use a client in both parent and child after fork()), allocate
+ * nothing after mercury_connect(), and return 0 or a negative errno; mercury_strerror()
+ * explains each. The daemon's answers:
+ *   -ESRCH  job not declared by this user     -ERANGE layer outside 1..n_layers
+ *   -EEXIST range overlaps/precedes the socket's last tag
+ *   -ENOSPC 32 unacknowledged ranges on the socket, or 64 jobs
+ *   -EPROTOTYPE not TCP   -ENOTSOCK not a socket   -ENOTCONN not connected
+ *   -EPERM  socket of another user             -EINVAL a field out of range
+ *   -EPROTO / -EBADMSG / -EMSGSIZE / -EOPNOTSUPP: library and daemon disagree on the wire
+ * and mercury_connect()'s: -ENOENT no socket at the path, -EACCES not in group mercury,
+ * -ECONNREFUSED daemon not accepting.
  */
 #ifndef MERCURY_H
 #define MERCURY_H
@@ -79,7 +97,9 @@ int mercury_tag_batch(struct mercury_client *c, int fd, uint32_t job,
 int mercury_tag_range(struct mercury_client *c, int fd, uint32_t job, uint32_t layer,
 		      enum mercury_dir dir, uint64_t iteration, uint64_t offset, uint64_t len);
 
-/* Tags then writes all of buf (retrying short writes). Returns len or a negative errno. */
+/* Tags then writes all of buf (retrying short writes; on a non-blocking socket it waits for
+ * room with poll()). Returns len (0 for len 0, nothing tagged) or a negative errno; after a
+ * write error the tag stays, so close the socket rather than write it again. */
 ssize_t mercury_send_tensor(struct mercury_client *c, int fd, const void *buf, size_t len,
 			    uint32_t job, uint32_t layer, enum mercury_dir dir, uint64_t iteration);
 

@@ -1,6 +1,8 @@
 /* libmercury: framing, fd passing and one request at a time per client. */
 #include <endian.h>
+#include <limits.h>
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -222,13 +224,27 @@ API ssize_t mercury_send_tensor(struct mercury_client *c, int fd, const void *bu
 {
 	const char *p = buf;
 	size_t done = 0;
-	int r = mercury_tag_next(c, fd, job, layer, dir, iteration, len);
+	int r;
 
+	if (len == 0)
+		return 0; /* nothing to tag or write */
+	if (!buf || len > SSIZE_MAX)
+		return -EINVAL;
+	r = mercury_tag_next(c, fd, job, layer, dir, iteration, len);
 	if (r)
 		return r;
 	while (done < len) {
 		ssize_t n = send(fd, p + done, len - done, MSG_NOSIGNAL);
 
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			/* A non-blocking socket: the bytes are tagged already, so wait and
+			 * finish rather than return with part of the tensor unwritten. */
+			struct pollfd pfd = {.fd = fd, .events = POLLOUT};
+
+			if (poll(&pfd, 1, -1) < 0 && errno != EINTR)
+				return -errno;
+			continue;
+		}
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
@@ -263,11 +279,23 @@ API const char *mercury_strerror(int err)
 	case 0:
 		return "success";
 	case -ENOENT:
-		return "job not declared (call mercury_job_declare first)";
+		return "no mercuryd socket at that path (is `mercuryd serve` running? is "
+		       "MERCURY_SOCKET right?)";
+	case -ECONNREFUSED:
+		return "mercuryd is not accepting connections (not running, or too many clients)";
+	case -EACCES:
+		return "permission denied on the mercuryd socket (the user must be in group "
+		       "mercury)";
+	case -ESRCH:
+		return "job not declared by this user (call mercury_job_declare first)";
 	case -ERANGE:
 		return "layer outside 1..n_layers of the job";
+	case -EEXIST:
+		return "the range overlaps or precedes the socket's last tag (tags on a socket "
+		       "go forward)";
 	case -EINVAL:
-		return "invalid argument, or a tag that overlaps or precedes the socket's last tag";
+		return "invalid argument (a length of 0, a direction other than push/pull, a "
+		       "count or weight out of range)";
 	case -ENOSPC:
 		return "the socket has 32 unacknowledged tagged ranges (or 64 jobs are declared)";
 	case -EPROTOTYPE:
@@ -280,6 +308,8 @@ API const char *mercury_strerror(int err)
 		return "the socket belongs to another user";
 	case -EBADF:
 		return "bad or missing socket fd";
+	case -E2BIG:
+		return "more than one socket fd with one request";
 	case -EPROTO:
 		return "protocol version or framing mismatch with mercuryd";
 	case -EBADMSG:
