@@ -58,6 +58,9 @@ _lib.mercury_tag_batch.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint3
 _lib.mercury_tag_range.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_uint32,
                                    ctypes.c_int, ctypes.c_uint64, ctypes.c_uint64, ctypes.c_uint64]
 _lib.mercury_socket_stats.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.POINTER(_Stats)]
+_lib.mercury_send_tensor.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t,
+                                     ctypes.c_uint32, ctypes.c_uint32, ctypes.c_int, ctypes.c_uint64]
+_lib.mercury_send_tensor.restype = ctypes.c_ssize_t
 
 
 class MercuryError(OSError):
@@ -75,6 +78,19 @@ def _check(rc, what):
 
 def _fd(sock):
     return sock if isinstance(sock, int) else sock.fileno()
+
+
+def _buffer(data):
+    """(object to keep alive, address, length) of data's bytes, without a copy where the
+    buffer allows it (read-only buffers other than bytes are copied once)."""
+    if isinstance(data, bytes):
+        return data, ctypes.cast(ctypes.c_char_p(data), ctypes.c_void_p), len(data)
+    view = memoryview(data).cast("B")
+    if view.readonly:
+        copy = bytes(view)
+        return copy, ctypes.cast(ctypes.c_char_p(copy), ctypes.c_void_p), len(copy)
+    arr = (ctypes.c_char * len(view)).from_buffer(view)
+    return (view, arr), ctypes.cast(arr, ctypes.c_void_p), len(view)
 
 
 class Client:
@@ -127,10 +143,14 @@ class Client:
                                       offset, length), "tag_range")
 
     def send_tensor(self, sock, data, job, layer, direction, iteration):
-        """Tags len(data) bytes, then sends all of them."""
-        self.tag_next(sock, job, layer, direction, iteration, len(data))
-        sock.sendall(data)
-        return len(data)
+        """Tags the bytes of data (bytes or any contiguous buffer: bytearray, memoryview,
+        numpy array), then sends all of them, in one call into libmercury that runs without
+        the GIL and does not copy data. Returns the byte count."""
+        keep, ptr, size = _buffer(data)
+        n = _lib.mercury_send_tensor(self._c, _fd(sock), ptr, size, job, layer, direction,
+                                     iteration)
+        del keep
+        return _check(n, "send_tensor")
 
     def socket_stats(self, sock):
         """{band: bytes} of what the classifier put in each band for this socket."""

@@ -60,6 +60,22 @@ in_s python3 "$ROOT/examples/tag_tensor.py" 10.77.0.2 7000 $LAYERS $SIZE >"$tmp/
 rc=$?
 check "Python client ran ($(tr '\n' ';' <"$tmp/py.out"))" test "$rc" -eq 0
 check_bands "Python client" "$tmp/py.out"
+# send_tensor on a non-blocking socket: it waits for room instead of stopping half-way, and
+# a numpy-style buffer (here a memoryview of a bytearray) goes out without a copy.
+out=$(in_s python3 -c '
+import mercury, socket, time
+with mercury.Client() as m:
+    m.job_declare(3, 4)
+    s = socket.create_connection(("10.77.0.2", 7000))
+    s.setblocking(False)
+    n = m.send_tensor(s, memoryview(bytearray(8 << 20)), 3, 1, mercury.PUSH, 0)
+    time.sleep(0.5)
+    print("sent", n, "band0", m.socket_stats(s).get(0, 0))
+' 2>&1)
+sent=$(echo "$out" | awk '/^sent/ {print $2}')
+band0=$(echo "$out" | awk '/^sent/ {print $4}')
+check "send_tensor on a non-blocking socket sent all 8 MiB ($out)" test "${sent:-0}" -eq $((8 << 20))
+check "... all of them in layer 1's band 0" ge "${band0:-0}" $((8 << 20))
 check "no socket of the closed clients holds tags ($(tagged_sockets) vs $base before)" test "$(tagged_sockets)" -eq "$base"
 
 # Access control. The unprivileged clients run from copies in a world-readable directory
