@@ -128,6 +128,111 @@ static void test_errors(void **state)
 	assert_int_equal(policy_declare(&p, 999, 3, 1), -ENOSPC);
 }
 
+static uint64_t rnd(uint64_t *x)
+{
+	*x ^= *x << 13, *x ^= *x >> 7, *x ^= *x << 17;
+	return *x;
+}
+
+/*
+ * Random declares, removals, iteration marks and band counts; after each, the policy's
+ * promises on random samples: levels fit the bands; within an iteration a front layer never
+ * goes after a back layer; an older iteration never after a newer one, and for the heaviest
+ * job strictly before it with any band count (the order that must survive 2 or 3 bands);
+ * the heaviest job's layer 1 of the oldest open iteration is level 0; push == pull; a job
+ * never goes after an equally placed layer of a lighter job.
+ */
+static void test_random_invariants(void **state)
+{
+	struct policy p;
+	uint64_t x = 0x2545f4914f6cdd1dull, checks = 0;
+
+	(void)state;
+	policy_init(&p, 8);
+	for (int step = 0; step < 200000; step++) {
+		uint32_t job = (uint32_t)(rnd(&x) % 6), a, b, wmax = 0;
+		uint64_t it = rnd(&x) % 8;
+
+		switch (rnd(&x) % 8) {
+		case 0:
+			policy_declare(&p, job, 1 + (uint32_t)(rnd(&x) % 200),
+				       1 + (uint32_t)(rnd(&x) % 1000));
+			break;
+		case 1:
+			if (rnd(&x) % 8 == 0)
+				policy_remove(&p, job);
+			break;
+		case 2:
+			policy_set_bands(&p, (unsigned)(rnd(&x) % 18));
+			break;
+		case 3:
+		case 4:
+			policy_iteration_begin(&p, job, it);
+			break;
+		default:
+			policy_iteration_end(&p, job, it);
+		}
+		assert_true(p.nbands >= 2 && p.nbands <= 16);
+		for (unsigned i = 0; i < p.njobs; i++)
+			if (p.jobs[i].weight > wmax)
+				wmax = p.jobs[i].weight;
+		for (unsigned i = 0; i < p.njobs; i++) {
+			const struct policy_job *j = &p.jobs[i];
+			uint32_t l1 = 1 + (uint32_t)(rnd(&x) % j->n_layers);
+			uint32_t l2 = 1 + (uint32_t)(rnd(&x) % j->n_layers);
+			uint64_t i1 = rnd(&x) % 10, i2 = rnd(&x) % 10;
+
+			if (l1 > l2) {
+				uint32_t t = l1;
+				l1 = l2, l2 = t;
+			}
+			if (i1 > i2) {
+				uint64_t t = i1;
+				i1 = i2, i2 = t;
+			}
+			assert_int_equal(policy_level(&p, j->job, l1, 0, i1, &a), 0);
+			assert_int_equal(policy_level(&p, j->job, l2, 1, i1, &b), 0);
+			assert_true(a < p.nbands && b < p.nbands);
+			assert_true(a <= b); /* layer order */
+			assert_int_equal(policy_level(&p, j->job, l1, 1, i1, &b), 0);
+			assert_int_equal(a, b); /* push == pull */
+			/* Older iteration first: iterations up to the oldest open one count as it.
+			 */
+			uint64_t base = j->has_open ? j->oldest_open : UINT64_MAX;
+			if (i2 > i1 && i2 > base) {
+				assert_int_equal(policy_level(&p, j->job, l2, 0, i1, &a), 0);
+				assert_int_equal(policy_level(&p, j->job, l1, 0, i2, &b), 0);
+				assert_true(a <= b);
+			}
+			if (j->weight == wmax) {
+				uint64_t cur = j->has_open ? j->oldest_open : 0;
+
+				assert_int_equal(policy_level(&p, j->job, 1, 0, cur, &a), 0);
+				assert_int_equal(a, 0);
+				assert_int_equal(policy_level(&p, j->job, j->n_layers, 0, cur, &a),
+						 0);
+				assert_int_equal(policy_level(&p, j->job, 1, 0, cur + 1, &b), 0);
+				if (j->has_open)
+					assert_true(a < b); /* strictly, with any band count */
+			}
+			for (unsigned k = 0; k < p.njobs; k++) {
+				const struct policy_job *o = &p.jobs[k];
+
+				if (o->weight > j->weight || o->n_layers != j->n_layers ||
+				    o->has_open != j->has_open ||
+				    (j->has_open && o->oldest_open != j->oldest_open))
+					continue;
+				assert_int_equal(policy_level(&p, o->job, l1, 0, i1, &a), 0);
+				assert_int_equal(policy_level(&p, j->job, l1, 0, i1, &b), 0);
+				assert_true(a >= b); /* the lighter job never goes first */
+			}
+			checks++;
+		}
+	}
+	print_message("%llu samples checked\n", (unsigned long long)checks);
+	assert_true(checks > 100000);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -137,6 +242,7 @@ int main(void)
 	    cmocka_unit_test(test_two_and_four_bands),
 	    cmocka_unit_test(test_jobs_weighted),
 	    cmocka_unit_test(test_errors),
+	    cmocka_unit_test(test_random_invariants),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
