@@ -35,7 +35,7 @@ cluster_down() {
 	CL_PIDS=()
 	for ((i = 0; i < CL_NODES; i++)); do
 		[ "$CL_SHAPER" = mercuryd ] &&
-			cl_in "$i" "$MERCURYD" --pin-root "$CL_PIN" detach e0 >/dev/null 2>&1
+			cl_in "$i" "$MERCURYD" --pin-root "$CL_PIN/n$i" detach e0 >/dev/null 2>&1
 		ip netns del "$(cl_ns "$i")" 2>/dev/null
 	done
 	ip netns del "${CL_PFX}sw" 2>/dev/null
@@ -49,6 +49,7 @@ trap cluster_down EXIT INT TERM
 cluster_up() {
 	local n=$1 rate=$2 i
 	CL_SHAPER=$3
+	[ "$CL_SHAPER" = mercuryd ] && mkdir -p "$CL_PIN"
 	CL_RATE_MBIT=$rate
 	ip netns add "${CL_PFX}sw" || return 1
 	nsenter --net=/var/run/netns/"${CL_PFX}sw" ip link add br0 type bridge || return 1
@@ -80,20 +81,28 @@ cluster_up() {
 shaper_attach() {
 	local i=$1 rate=$2 b
 	if [ "$CL_SHAPER" = mercuryd ]; then
-		cl_in "$i" "$MERCURYD" --pin-root "$CL_PIN" attach e0 --qdisc htb \
+		# One pin root per node: every node's interface is called e0, and with a shared
+		# pin root attach on node 1.. would find node 0's pins and leave e0 unshaped.
+		cl_in "$i" "$MERCURYD" --pin-root "$CL_PIN/n$i" attach e0 --qdisc htb \
 			--rate "${rate}mbit" --default-band 0 >/dev/null || {
 			echo "cluster: mercuryd attach failed on node $i" >&2
 			return 1
 		}
-		return 0
+	else
+		cl_in "$i" tc qdisc add dev e0 root handle 4d45: htb default 10 || return 1
+		cl_in "$i" tc class add dev e0 parent 4d45: classid 4d45:1 htb rate "${rate}mbit" \
+			ceil "${rate}mbit" burst 64k cburst 64k || return 1
+		for ((b = 0; b < 8; b++)); do
+			cl_in "$i" tc class add dev e0 parent 4d45:1 \
+				classid "4d45:$(printf %x $((0x10 + b)))" htb rate 1mbit \
+				ceil "${rate}mbit" burst 64k cburst 64k prio "$b" || return 1
+		done
 	fi
-	cl_in "$i" tc qdisc add dev e0 root handle 4d45: htb default 10 || return 1
-	cl_in "$i" tc class add dev e0 parent 4d45: classid 4d45:1 htb rate "${rate}mbit" \
-		ceil "${rate}mbit" burst 64k cburst 64k || return 1
-	for ((b = 0; b < 8; b++)); do
-		cl_in "$i" tc class add dev e0 parent 4d45:1 classid "4d45:$(printf %x $((0x10 + b)))" \
-			htb rate 1mbit ceil "${rate}mbit" burst 64k cburst 64k prio "$b" || return 1
-	done
+	# Every node must really be shaped.
+	cl_in "$i" tc class show dev e0 | grep -q "class htb 4d45:1 root rate ${rate}Mbit" || {
+		echo "cluster: node $i's egress is not shaped at ${rate} Mbit/s" >&2
+		return 1
+	}
 }
 
 # Starts `mercuryd serve` in every node (mercuryd shaper, mercury mode).
@@ -102,7 +111,7 @@ serve_start() {
 	mkdir -p "$CL_RUN"
 	for ((i = 0; i < CL_NODES; i++)); do
 		# nsenter execs the daemon, so $! is the daemon itself (killed by PID at teardown)
-		nsenter --net=/var/run/netns/"$(cl_ns "$i")" "$MERCURYD" --pin-root "$CL_PIN" serve \
+		nsenter --net=/var/run/netns/"$(cl_ns "$i")" "$MERCURYD" --pin-root "$CL_PIN/n$i" serve \
 			--socket "$CL_RUN/n$i.sock" >"$CL_RUN/serve$i.log" 2>&1 &
 		CL_PIDS+=($!)
 	done

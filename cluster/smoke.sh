@@ -9,4 +9,4 @@ for m in ${MODES:-fifo partition mercury}; do
 done
 cat "$out"
 rm -f "$out"
-[ "$CL_SHAPER" = mercuryd ] && { cl_in 0 "$MERCURYD" --pin-root "$CL_PIN" -j status e0 | head -c 1500; echo; cat "$CL_RUN"/serve0.log; }
+[ "$CL_SHAPER" = mercuryd ] && { cl_in 0 "$MERCURYD" --pin-root "$CL_PIN/n0" -j status e0 | head -c 1500; echo; cat "$CL_RUN"/serve0.log; }

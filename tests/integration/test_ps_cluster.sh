@@ -26,7 +26,7 @@ done
 if [ "$shaper" = mercuryd ]; then
 	check "mercury: every node tagged through mercuryd" \
 		"grep '\"label\": \"mercury\"' '$out' | jq -e '.tagged and .tag_errors == 0' >/dev/null"
-	bands=$(cl_in 0 "$MERCURYD" --pin-root "$CL_PIN" -j status e0 |
+	bands=$(cl_in 0 "$MERCURYD" --pin-root "$CL_PIN/n0" -j status e0 |
 		jq '[.interfaces[0].per_band[] | select(.bytes > 100000)] | length')
 	check "mercury: data spread over several bands ($bands)" "[ '${bands:-0}' -ge 2 ]"
 else
