@@ -99,7 +99,9 @@ shaper_attach() {
 		done
 	fi
 	# Every node must really be shaped.
-	cl_in "$i" tc class show dev e0 | grep -q "class htb 4d45:1 root rate ${rate}Mbit" || {
+	local classes
+	classes=$(cl_in "$i" tc class show dev e0) # (grep -q in a pipe: SIGPIPE under pipefail)
+	[[ $classes == *"class htb 4d45:1 root rate ${rate}Mbit"* ]] || {
 		echo "cluster: node $i's egress is not shaped at ${rate} Mbit/s" >&2
 		return 1
 	}
