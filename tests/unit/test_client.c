@@ -1,0 +1,260 @@
+/*
+ * libmercury against a scripted daemon on a private socket: frames as the daemon's decoder
+ * reads them, fds passed only where the type takes one, replies matched to their request
+ * when many threads share one client, argument errors caught before any round trip, and a
+ * vanished daemon reported as such. (lib/mercury.c is compiled in, as the PS tests do.)
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "../../lib/mercury.c"
+#include "wire_decode.h"
+
+static char sock_path[108];
+static int listen_fd = -1;
+
+struct fake {
+	pthread_t th;
+	int conn;
+	unsigned frames, with_fd;
+	int close_after; /* hang up after this many frames (0: never) */
+};
+
+/*
+ * The scripted daemon: decodes each frame with the real decoder and answers with a status
+ * that is a function of the request, so a reply given to the wrong caller shows:
+ *   decode error -> that error; JOB_DECLARE -> -(job % 40); TAG -> -(t[0].layer % 40);
+ *   others -> 0. Every passed fd is checked to be a socket and closed.
+ */
+static void *fake_daemon(void *arg)
+{
+	struct fake *f = arg;
+
+	f->conn = accept(listen_fd, NULL, NULL);
+	for (;;) {
+		union {
+			char buf[CMSG_SPACE(sizeof(int) * 4)];
+			struct cmsghdr align;
+		} ctl;
+		uint8_t frame[MW_MAX_FRAME + 1];
+		struct iovec iov = {.iov_base = frame, .iov_len = sizeof(frame)};
+		struct msghdr msg = {.msg_iov = &iov,
+				     .msg_iovlen = 1,
+				     .msg_control = ctl.buf,
+				     .msg_controllen = sizeof(ctl.buf)};
+		struct mw_reply reply = {0};
+		struct mw_msg m;
+		int nfds = 0;
+		ssize_t n = recvmsg(f->conn, &msg, 0);
+
+		if (n <= 0)
+			break;
+		for (struct cmsghdr *cm = CMSG_FIRSTHDR(&msg); cm; cm = CMSG_NXTHDR(&msg, cm)) {
+			int fd;
+
+			for (size_t k = 0; k < (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int); k++) {
+				memcpy(&fd, CMSG_DATA(cm) + k * sizeof(int), sizeof(int));
+				close(fd);
+				nfds++;
+			}
+		}
+		f->frames++;
+		f->with_fd += nfds > 0;
+		reply.status = mw_decode(frame, (size_t)n, nfds > 0, &m);
+		if (reply.status == 0 && m.type == MW_JOB_DECLARE)
+			reply.status = -(int32_t)(m.job.job % 40);
+		else if (reply.status == 0 && m.type == MW_TAG)
+			reply.status = -(int32_t)(m.tag.t[0].layer % 40);
+		reply.h = (struct mw_hdr){
+		    .len = sizeof(reply), .version = MW_VERSION, .type = MW_REPLY, .seq = m.seq};
+		if (f->close_after && f->frames == (unsigned)f->close_after)
+			break;
+		if (send(f->conn, &reply, sizeof(reply), MSG_NOSIGNAL) < 0)
+			break;
+	}
+	close(f->conn);
+	return NULL;
+}
+
+static struct mercury_client *start(struct fake *f, int close_after)
+{
+	struct mercury_client *c = NULL;
+
+	memset(f, 0, sizeof(*f));
+	f->close_after = close_after;
+	assert_int_equal(pthread_create(&f->th, NULL, fake_daemon, f), 0);
+	assert_int_equal(mercury_connect(sock_path, &c), 0);
+	return c;
+}
+
+static void stop(struct fake *f, struct mercury_client *c)
+{
+	mercury_disconnect(c);
+	pthread_join(f->th, NULL);
+}
+
+static int setup(void **state)
+{
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+
+	(void)state;
+	snprintf(sock_path, sizeof(sock_path), "/tmp/mercury-test-client-%d.sock", (int)getpid());
+	unlink(sock_path);
+	strcpy(a.sun_path, sock_path);
+	listen_fd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+	if (listen_fd < 0 || bind(listen_fd, (struct sockaddr *)&a, sizeof(a)) ||
+	    listen(listen_fd, 8))
+		return -1;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	close(listen_fd);
+	unlink(sock_path);
+	return 0;
+}
+
+static void test_frames_the_daemon_accepts(void **state)
+{
+	struct mercury_tensor t[3] = {{.len = 10, .layer = 2, .dir = MERCURY_PUSH, .iteration = 1},
+				      {.len = 20, .layer = 3, .dir = MERCURY_PULL, .iteration = 1},
+				      {.len = 30, .layer = 4, .dir = MERCURY_PUSH, .iteration = 2}};
+	struct mercury_socket_stats st;
+	struct fake f;
+	struct mercury_client *c = start(&f, 0);
+	int sv[2];
+
+	(void)state;
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	assert_int_equal(mercury_job_declare(c, 40, 8, 1), 0);
+	assert_int_equal(mercury_job_declare(c, 41, 8, 1), -1); /* the daemon's answer */
+	assert_int_equal(mercury_iteration_begin(c, 40, 7), 0);
+	assert_int_equal(mercury_iteration_end(c, 40, 7), 0);
+	assert_int_equal(mercury_register_socket(c, sv[0]), 0);
+	assert_int_equal(mercury_tag_next(c, sv[0], 40, 1, MERCURY_PUSH, 0, 100), -1);
+	assert_int_equal(mercury_tag_range(c, sv[0], 40, 40, MERCURY_PULL, 0, 5, 100), 0);
+	assert_int_equal(mercury_tag_batch(c, sv[0], 40, t, 3), -2);
+	assert_int_equal(mercury_socket_stats(c, sv[0], &st), 0);
+	stop(&f, c);
+	/* Every frame decoded (no decode error came back), fds only with the socket types. */
+	assert_int_equal(f.frames, 9);
+	assert_int_equal(f.with_fd, 5);
+	close(sv[0]);
+	close(sv[1]);
+}
+
+static void test_argument_errors_without_round_trip(void **state)
+{
+	struct mercury_tensor t[MERCURY_MAX_BATCH + 1] = {{.len = 1, .layer = 1}};
+	struct fake f;
+	struct mercury_client *c = start(&f, 0), *none = NULL;
+
+	(void)state;
+	assert_int_equal(mercury_register_socket(c, -1), -EBADF);
+	assert_int_equal(mercury_tag_next(c, -1, 1, 1, MERCURY_PUSH, 0, 1), -EBADF);
+	assert_int_equal(mercury_tag_batch(c, 3, 1, t, 0), -EINVAL);
+	assert_int_equal(mercury_tag_batch(c, 3, 1, t, MERCURY_MAX_BATCH + 1), -EINVAL);
+	assert_int_equal(mercury_tag_batch(c, 3, 1, NULL, 1), -EINVAL);
+	assert_int_equal(mercury_tag_range(c, 3, 1, 1, MERCURY_PUSH, 0, UINT64_MAX, 1), -EINVAL);
+	assert_int_equal(mercury_send_tensor(c, 3, "", 0, 1, 1, MERCURY_PUSH, 0), 0);
+	assert_int_equal(mercury_socket_stats(c, 3, NULL), -EINVAL);
+	assert_int_equal(mercury_job_declare(NULL, 1, 1, 1), -EINVAL);
+	assert_int_equal(mercury_connect(NULL, NULL), -EINVAL);
+	assert_int_equal(mercury_connect("/nonexistent/mercuryd.sock", &none), -ENOENT);
+	assert_null(none);
+	mercury_disconnect(NULL);
+	stop(&f, c);
+	assert_int_equal(f.frames, 0);
+}
+
+struct hammer {
+	pthread_t th;
+	struct mercury_client *c;
+	uint32_t base;
+	int wrong;
+};
+
+static void *hammer(void *arg)
+{
+	struct hammer *h = arg;
+
+	for (uint32_t i = 0; i < 5000; i++) {
+		uint32_t job = h->base + i;
+
+		if (mercury_job_declare(h->c, job, 4, 1) != -(int)(job % 40))
+			h->wrong++;
+	}
+	return NULL;
+}
+
+/* Four threads on one client: every call gets its own reply. */
+static void test_threads_share_one_client(void **state)
+{
+	struct hammer h[4];
+	struct fake f;
+	struct mercury_client *c = start(&f, 0);
+
+	(void)state;
+	for (int i = 0; i < 4; i++) {
+		h[i] = (struct hammer){.c = c, .base = 1 + (uint32_t)i * 7};
+		assert_int_equal(pthread_create(&h[i].th, NULL, hammer, &h[i]), 0);
+	}
+	for (int i = 0; i < 4; i++) {
+		pthread_join(h[i].th, NULL);
+		assert_int_equal(h[i].wrong, 0);
+	}
+	stop(&f, c);
+	assert_int_equal(f.frames, 4 * 5000);
+}
+
+static void test_daemon_gone(void **state)
+{
+	struct fake f;
+	struct mercury_client *c = start(&f, 2);
+
+	(void)state;
+	assert_int_equal(mercury_job_declare(c, 40, 4, 1), 0);
+	assert_int_equal(mercury_job_declare(c, 40, 4, 1), -ECONNRESET); /* no reply: hung up */
+	pthread_join(f.th, NULL);
+	assert_true(mercury_job_declare(c, 40, 4, 1) < 0);
+	mercury_disconnect(c);
+}
+
+static void test_every_code_has_a_message(void **state)
+{
+	const int codes[] = {ENOENT, ECONNREFUSED, EACCES,   ESRCH,	 ERANGE,    EEXIST, EINVAL,
+			     ENOSPC, EPROTOTYPE,   ENOTSOCK, ENOTCONN,	 EPERM,	    EBADF,  E2BIG,
+			     EPROTO, EBADMSG,	   EMSGSIZE, EOPNOTSUPP, ECONNRESET};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(codes) / sizeof(codes[0]); i++)
+		for (size_t j = 0; j < i; j++) /* no two codes read alike */
+			assert_string_not_equal(mercury_strerror(-codes[i]),
+						mercury_strerror(-codes[j]));
+	assert_string_equal(mercury_strerror(0), "success");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_frames_the_daemon_accepts),
+	    cmocka_unit_test(test_argument_errors_without_round_trip),
+	    cmocka_unit_test(test_threads_share_one_client),
+	    cmocka_unit_test(test_daemon_gone),
+	    cmocka_unit_test(test_every_code_has_a_message),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
