@@ -44,6 +44,7 @@ struct service {
 	int listen_fd, epoll_fd, signal_fd;
 	gid_t group;
 	bool have_group;
+	bool bound; /* the socket file is ours to remove at exit */
 	uint64_t next_id;
 	struct timespec bands_checked;
 };
@@ -189,6 +190,19 @@ static void client_readable(struct service *s, struct client *c)
 		drop_client(s, c);
 }
 
+/* A live daemon answers connect(); a stale socket file of a killed one refuses it. */
+static bool someone_listens(const struct sockaddr_un *addr)
+{
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	bool live;
+
+	if (fd < 0)
+		return false;
+	live = connect(fd, (const struct sockaddr *)addr, sizeof(*addr)) == 0;
+	close(fd);
+	return live;
+}
+
 static int open_listener(struct service *s, const char *path, const char *group)
 {
 	struct sockaddr_un addr = {.sun_family = AF_UNIX};
@@ -223,9 +237,16 @@ static int open_listener(struct service *s, const char *path, const char *group)
 	s->listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (s->listen_fd < 0)
 		return -errno;
+	if (someone_listens(&addr)) {
+		cli_error(s->ctx,
+			  "serve: another mercuryd serve is listening on %s; stop it first, or "
+			  "give --socket another path",
+			  path);
+		return -EADDRINUSE;
+	}
 	unlink(path); /* a stale socket of a killed daemon */
-	if (bind(s->listen_fd, (struct sockaddr *)&addr, sizeof(addr)) ||
-	    (s->have_group && chown(path, 0, s->group)) || chmod(path, 0660) ||
+	s->bound = bind(s->listen_fd, (struct sockaddr *)&addr, sizeof(addr)) == 0;
+	if (!s->bound || (s->have_group && chown(path, 0, s->group)) || chmod(path, 0660) ||
 	    listen(s->listen_fd, 64)) {
 		int r = -errno;
 
@@ -326,10 +347,10 @@ out:
 	for (int i = 0; i < SERVE_MAX_CLIENTS; i++)
 		if (s.clients[i].fd >= 0)
 			close(s.clients[i].fd);
-	if (s.listen_fd >= 0) {
+	if (s.listen_fd >= 0)
 		close(s.listen_fd);
+	if (s.bound)
 		unlink(path);
-	}
 	if (s.epoll_fd >= 0)
 		close(s.epoll_fd);
 	if (s.signal_fd >= 0)

@@ -37,6 +37,9 @@ nsenter --net=/var/run/netns/"$NS_S" "$MERCURYD" --pin-root "$PIN_ROOT" serve --
 PIDS+=($!)
 for i in $(seq 1 50); do [ -S "$sock" ] && break; sleep 0.1; done
 check "service socket is mode 0660 group mercury" test "$(stat -c '%a %G' "$sock")" = "660 mercury"
+out=$(in_s timeout 5 "$MERCURYD" --pin-root "$PIN_ROOT" serve --socket "$sock" 2>&1)
+check "a second serve on the same socket is refused ($out)" sh -c "echo \"\$1\" | grep -q 'another mercuryd serve is listening'" _ "$out"
+check "... and the first one keeps its socket" test -S "$sock"
 base=$(tagged_sockets)
 
 check_bands() { # client-name output-file
