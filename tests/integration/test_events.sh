@@ -35,7 +35,7 @@ while True:
 PIDS+=($!)
 nsenter --net=/var/run/netns/"$NS_S" "$MERCURYD" --pin-root "$PIN_ROOT" serve --socket "$sock" >"$tmp/serve.log" 2>&1 &
 PIDS+=($!)
-for i in $(seq 1 50); do [ -S "$sock" ] && break; sleep 0.1; done
+for _ in $(seq 1 50); do [ -S "$sock" ] && break; sleep 0.1; done
 check "service socket is mode 0660 group mercury" test "$(stat -c '%a %G' "$sock")" = "660 mercury"
 out=$(in_s timeout 5 "$MERCURYD" --pin-root "$PIN_ROOT" serve --socket "$sock" 2>&1)
 check "a second serve on the same socket is refused ($out)" sh -c "echo \"\$1\" | grep -q 'another mercuryd serve is listening'" _ "$out"
@@ -54,7 +54,7 @@ check_bands() { # client-name output-file
 	done
 }
 
-for i in $(seq 1 50); do in_r ss -Htln "( sport = :7000 )" | grep -q . && break; sleep 0.1; done
+for _ in $(seq 1 50); do in_r ss -Htln "( sport = :7000 )" | grep -q . && break; sleep 0.1; done
 in_s "$ROOT/build/examples/tag_tensor" 10.77.0.2 7000 $LAYERS $SIZE >"$tmp/c.out" 2>&1
 rc=$?
 check "C client ran ($(tr '\n' ';' <"$tmp/c.out"))" test "$rc" -eq 0
