@@ -158,3 +158,5 @@ demo-cluster: $(BUILD)/mercury-ps $(BUILD)/mercuryd
 
 # The PS unit tests compile ps/*.c in; rebuild them when those change.
 $(BUILD)/tests/test_ps_aggregation $(BUILD)/tests/test_ps_placement: $(wildcard ps/*.c ps/*.h)
+# test_client compiles the client library in.
+$(BUILD)/tests/test_client: $(wildcard lib/*.c lib/*.h)
