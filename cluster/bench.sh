@@ -7,7 +7,8 @@
 # SHRINK, so every time scales by SCALE / SHRINK and comm/compute equals the profile's GPU
 # on 10 GbE. Partition sizes and credits are divided by SHRINK too (placement is decided on
 # the original counts). "balanced" runs multiply compute by the model's comm/compute ratio:
-# the bandwidth at which both are equal, B_eq = 10 Gbit/s * comm/compute.
+# the bandwidth at which both are equal, B_eq = 10 Gbit/s * comm/compute. TCP's minimum RTO
+# (200 ms) is scaled by SCALE / SHRINK too, as every other time.
 #
 # Usage: cluster/bench.sh [--quick] [--models "vgg16 ..."] [--nodes N] [--out DIR]
 #        [--shaper mercuryd|tc] [--iters N] [--no-split-all] [--no-balanced] [--no-grid]
@@ -55,6 +56,7 @@ cluster_up "$NODES" "$RATE" "$SHAPER" || exit 1
 for model in $MODELS; do
 	k=$(shrink_of "$model")
 	ts=$(echo "$SCALE / $k" | bc -l)
+	cluster_rto_min "$(printf %.0f "$(echo "200 * $ts" | bc -l)")" || exit 1
 	common=(--iters "$ITERS" --warmup 1 --shrink "$k")
 	placements=("")
 	[ "$SPLIT" = 1 ] && placements+=(--split-all)

@@ -107,6 +107,17 @@ shaper_attach() {
 	}
 }
 
+# cluster_rto_min MS: TCP's retransmission-timeout floor (200 ms) does not scale with the
+# emulated time, so a flow preempted for a scaled-up while would time out where the real one
+# would not. Every run scales it with the network's time scale (the same in every mode).
+cluster_rto_min() {
+	local i
+	for ((i = 0; i < CL_NODES; i++)); do
+		cl_in "$i" ip route change 10.99.0.0/24 dev e0 proto kernel scope link \
+			src "$(cl_ip "$i")" rto_min "${1}ms" || return 1
+	done
+}
+
 # Starts `mercuryd serve` in every node (mercuryd shaper, mercury mode).
 serve_start() {
 	local i

@@ -92,7 +92,7 @@ void ps_record(struct ps_node *n, char kind, int layer, uint64_t iter, double t0
 
 int ps_conn_of_layer(const struct ps_node *n, int layer)
 {
-	return n->K == 1 ? 0 : (int)((int64_t)layer * n->K / n->L);
+	return n->K == 1 ? 0 : n->conn_of[layer];
 }
 
 int ps_enqueue(struct ps_conn *c, uint16_t type, int slice, uint64_t iter, uint64_t off,
@@ -415,6 +415,7 @@ static void free_state(struct ps_node *n)
 	free(n->ev);
 	free(n->orig);
 	free(n->len);
+	free(n->conn_of);
 	ps_placement_free(&n->pl);
 }
 
@@ -477,6 +478,13 @@ int ps_node_run(const struct ps_config *cfg, const struct ps_profile *prof, stru
 			n->len[l] = 1;
 	}
 	r = ps_place(n->orig, n->len, n->L, cfg->nodes, cfg->bound, cfg->split_all, &n->pl);
+	n->conn_of = calloc(n->L, sizeof(int));
+	if (!n->conn_of)
+		r = -ENOMEM;
+	else if (n->K > 1) {
+		int b = cfg->tag_levels, groups = b <= 2 ? 1 : b == 3 ? 2 : b - 2;
+		n->K = ps_map_connections(n->L, n->K, groups, n->conn_of);
+	}
 	if (!r)
 		r = alloc_state(n);
 	if (r) {

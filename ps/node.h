@@ -84,7 +84,8 @@ struct ps_node {
 	struct ps_config cfg;
 	const struct ps_profile *prof;
 	struct ps_placement pl;
-	int L, K; /* layers, connections per pair */
+	int L, K;     /* layers, connections per pair */
+	int *conn_of; /* layer -> connection index */
 	uint64_t *orig, *len;
 
 	/* server side */

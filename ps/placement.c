@@ -55,3 +55,39 @@ void ps_placement_free(struct ps_placement *pl)
 	free(pl->len);
 	memset(pl, 0, sizeof(*pl));
 }
+
+int ps_map_connections(int nlayers, int conns, int groups, int *conn_of)
+{
+	int used = 0;
+
+	if (groups > nlayers)
+		groups = nlayers;
+	if (groups < 1)
+		groups = 1;
+	if (conns <= groups) {
+		/* Fewer sockets than groups: whole groups share one, never split one. */
+		for (int l = 0; l < nlayers; l++) {
+			int g = (int)((int64_t)l * groups / nlayers);
+			conn_of[l] = (int)((int64_t)g * conns / groups);
+		}
+		return conns;
+	}
+	for (int g = 0, first = 0; g < groups; g++) {
+		int lo = -1, count = 0;
+		int share = conns / groups + (g < conns % groups ? 1 : 0);
+
+		for (int l = 0; l < nlayers; l++)
+			if ((int)((int64_t)l * groups / nlayers) == g) {
+				if (lo < 0)
+					lo = l;
+				count++;
+			}
+		if (share > count)
+			share = count;
+		for (int i = 0; i < count; i++)
+			conn_of[lo + i] = first + (int)((int64_t)i * share / count);
+		first += share;
+		used = first;
+	}
+	return used;
+}

@@ -75,6 +75,16 @@ int ps_place(const uint64_t *orig, const uint64_t *len, int nlayers, int nserver
 	     bool split_all, struct ps_placement *pl);
 void ps_placement_free(struct ps_placement *pl);
 
+/*
+ * Layer -> connection of a worker-server pair (mercury mode). The daemon's policy puts the
+ * layers of the current iteration into `groups` priority groups, group(l) = l * groups / L
+ * (daemon/policy.c: bands - 2 groups for 4..16 bands). A socket whose bytes change band
+ * reorders its own packets (spurious retransmits), so no connection ever spans two groups:
+ * each group gets its share of the `conns` sockets and splits its layers evenly over them.
+ * Fills conn_of[0..nlayers) and returns the number of connections used.
+ */
+int ps_map_connections(int nlayers, int conns, int groups, int *conn_of);
+
 /* ---- the ideal iteration (BRIEF section 1) ---- */
 
 struct ps_ideal_in {

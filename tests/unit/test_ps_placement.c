@@ -88,6 +88,35 @@ static void test_egress_bytes_colocated(void **state)
 	ps_placement_free(&pl);
 }
 
+static void test_connections_never_span_two_groups(void **state)
+{
+	(void)state;
+	int conn_of[54];
+
+	/* ResNet-50: 54 layers, 6 priority groups of 9, 16 sockets: 3,3,3,3,2,2 per group. */
+	assert_int_equal(ps_map_connections(54, 16, 6, conn_of), 16);
+	for (int l = 1; l < 54; l++) {
+		assert_true(conn_of[l] >= conn_of[l - 1]); /* input side on the lowest sockets */
+		if (l * 6 / 54 != (l - 1) * 6 / 54)
+			assert_true(conn_of[l] > conn_of[l - 1]); /* group boundary: new socket */
+	}
+	assert_int_equal(conn_of[0], 0);
+	assert_int_equal(conn_of[53], 15);
+	/* VGG16: 16 layers, 16 sockets, 6 groups of 2-3 layers: a socket per layer is not
+	 * possible without spanning groups only if a group has fewer layers than its share. */
+	int v[16];
+	int used = ps_map_connections(16, 16, 6, v);
+	assert_true(used <= 16);
+	for (int l = 1; l < 16; l++)
+		if (l * 6 / 16 != (l - 1) * 6 / 16)
+			assert_true(v[l] != v[l - 1]);
+	/* Fewer sockets than groups: whole groups share. */
+	int t[12];
+	assert_int_equal(ps_map_connections(12, 2, 6, t), 2);
+	assert_int_equal(t[0], 0);
+	assert_int_equal(t[11], 1);
+}
+
 static void test_ideal_no_comm_is_compute(void **state)
 {
 	(void)state;
@@ -139,6 +168,7 @@ int main(void)
 	    cmocka_unit_test(test_bound_is_exclusive_and_split_all),
 	    cmocka_unit_test(test_shrunk_sizes_keep_the_original_decision),
 	    cmocka_unit_test(test_egress_bytes_colocated),
+	    cmocka_unit_test(test_connections_never_span_two_groups),
 	    cmocka_unit_test(test_ideal_no_comm_is_compute),
 	    cmocka_unit_test(test_ideal_single_layer),
 	    cmocka_unit_test(test_ideal_preempts_big_late_layer),
