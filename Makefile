@@ -118,8 +118,11 @@ test-integration: all
 bench: all
 	bench/run.sh
 
+# The README's main command: two flows with Mercury off then on, then the emulated cluster
+# (ResNet-50, 4 nodes: fifo vs partition vs mercury vs ideal). About a minute.
 demo: all
 	scripts/demo-two-flows.sh
+	cluster/demo.sh
 
 # libFuzzer over the event decoder (make fuzz FUZZ_RUNS=N; the test run does 1M).
 FUZZ_RUNS ?= 10000000
