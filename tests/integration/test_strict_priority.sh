@@ -34,8 +34,8 @@ run_backend() {
 		if [ "$b" = htb ] || [ "$b" = tbf ]; then
 			check "$b round $round: high flow >= ${WIN_SHARE} of ${RATE_MBIT} Mbit" \
 				ge "$high_mbit" "$(echo "$RATE_MBIT * $WIN_SHARE" | bc -l)"
-			check "$b round $round: low flow <= 10% while both run" \
-				ge "$(echo "$RATE_MBIT * 0.1" | bc -l)" "$low_mbit"
+			check "$b round $round: low flow <= 1 - ${WIN_SHARE} while both run" \
+				ge "$(echo "$RATE_MBIT * (1 - $WIN_SHARE)" | bc -l)" "$low_mbit"
 		fi
 	done
 	mercuryd_s -j status va >"$tmp/status"
