@@ -59,7 +59,9 @@ static void serve_pending(struct ps_node *n, struct ps_sslice *s)
 			ps_enqueue(n->sconn[w][0], PS_MSG_PULL_DATA, slice, p->iter, p->off, p->len,
 				   s->sum + p->off, p->iter << 32 | (uint64_t)s->sl->layer);
 		}
-		memmove(s->pend[w], s->pend[w] + done, (s->npend[w] - done) * sizeof(*s->pend[w]));
+		if (done) /* pend[w] may still be NULL when nothing is pending */
+			memmove(s->pend[w], s->pend[w] + done,
+				(s->npend[w] - done) * sizeof(*s->pend[w]));
 		s->npend[w] -= done;
 	}
 }
