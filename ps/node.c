@@ -90,6 +90,21 @@ void ps_record(struct ps_node *n, char kind, int layer, uint64_t iter, double t0
 		pthread_mutex_unlock(&n->mu);
 }
 
+void ps_iteration_side_done(struct ps_node *n, uint64_t iter, bool worker_side)
+{
+	int i = (int)(iter % 4);
+
+	if (worker_side)
+		n->worker_pulled[i] = true;
+	else
+		n->pulls_written[i]++;
+	if (!n->worker_pulled[i] || n->pulls_written[i] < n->pulls_owed)
+		return;
+	n->worker_pulled[i] = false;
+	n->pulls_written[i] = 0;
+	ps_tag_iteration(n, iter, false);
+}
+
 int ps_conn_of_layer(const struct ps_node *n, int layer)
 {
 	return n->K == 1 ? 0 : n->conn_of[layer];
@@ -135,6 +150,12 @@ void *ps_tx(void *arg)
 		atomic_fetch_add(&n->bytes_sent, sizeof(it.h) + plen);
 		if (it.h.type == PS_MSG_PUSH)
 			ps_record(n, 'p', (int)it.h.layer, it.h.iter, t0, ps_now());
+		if (it.h.type == PS_MSG_PULL_DATA &&
+		    it.h.off + it.h.len == n->pl.slices[it.h.slice].len) {
+			pthread_mutex_lock(&n->mu);
+			ps_iteration_side_done(n, it.h.iter, false);
+			pthread_mutex_unlock(&n->mu);
+		}
 		if (it.h.type == PS_MSG_BYE) {
 			pthread_mutex_lock(&n->mu);
 			n->byes_sent++;
@@ -485,6 +506,9 @@ int ps_node_run(const struct ps_config *cfg, const struct ps_profile *prof, stru
 		int b = cfg->tag_levels, groups = b <= 2 ? 1 : b == 3 ? 2 : b - 2;
 		n->K = ps_map_connections(n->L, n->K, groups, n->conn_of);
 	}
+	for (int i = 0; !r && i < n->pl.nslices; i++)
+		if (n->pl.slices[i].server == cfg->rank)
+			n->pulls_owed += (uint64_t)cfg->nodes;
 	if (!r)
 		r = alloc_state(n);
 	if (r) {

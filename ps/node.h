@@ -110,6 +110,11 @@ struct ps_node {
 	uint64_t inflight;
 	int readies;
 	int byes_sent; /* our goodbyes actually written */
+	/* Iteration end for the tags: the worker has all its pulls and the server has written
+	 * every pull it owes, so the node's older traffic keeps precedence until it is out. */
+	uint64_t pulls_written[4]; /* per iteration % 4: (slice, worker) pulls fully written */
+	bool worker_pulled[4];
+	uint64_t pulls_owed; /* own slices x workers */
 	bool worker_done;
 	uint64_t mismatches, pulls_checked;
 
@@ -134,6 +139,8 @@ void *ps_server_rx(void *arg);
 void *ps_worker_rx(void *arg);
 void *ps_tx(void *arg);
 int ps_worker_main(struct ps_node *n, struct ps_result *res);
+/* One side of iteration `iter` is done at this node (n->mu held): ends it when both are. */
+void ps_iteration_side_done(struct ps_node *n, uint64_t iter, bool worker_side);
 
 /* Tagging (tag.c; a stub in the unit tests). */
 int ps_tag_open(struct ps_node *n);

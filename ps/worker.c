@@ -339,8 +339,11 @@ int ps_worker_main(struct ps_node *n, struct ps_result *res)
 			ps_record(n, 'f', l, (uint64_t)it, t0, cursor);
 		}
 		res->fp_end[it] = cursor;
-		if (it > 0)
-			ps_tag_iteration(n, (uint64_t)it - 1, false); /* all its pulls are in */
+		if (it > 0) { /* all its pulls are in; ends once our server's are out too */
+			pthread_mutex_lock(&n->mu);
+			ps_iteration_side_done(n, (uint64_t)it - 1, true);
+			pthread_mutex_unlock(&n->mu);
+		}
 		if (it == total)
 			break;
 		ps_tag_iteration(n, (uint64_t)it, true);
