@@ -195,6 +195,14 @@ int do_attach(const struct cli_ctx *ctx, int argc, char **argv)
 	pins_path(link_pin, sizeof(link_pin), ctx->pin_root, a.iface, PIN_LINK);
 
 	r = iface_state_read(ctx->pin_root, a.iface, &old);
+	if (r == 0 && old.netns_ino != current_netns_ino()) {
+		cli_error(
+		    ctx,
+		    "attach: %s/%s belongs to an interface '%s' of another network namespace; "
+		    "give this one its own --pin-root",
+		    ctx->pin_root, a.iface, a.iface);
+		goto out;
+	}
 	if (r == 0) {
 		struct tc_hook_result h;
 
@@ -302,6 +310,7 @@ int do_attach(const struct cli_ctx *ctx, int argc, char **argv)
 	hook_done = true;
 	st.layout_version = MERCURY_LAYOUT_VERSION;
 	st.ifindex = (__u32)ifindex;
+	st.netns_ino = current_netns_ino();
 	st.hook = hook.hook;
 	st.created_clsact = hook.created_clsact;
 	st.tc_handle = hook.tc_handle;

@@ -53,6 +53,13 @@ int do_detach(const struct cli_ctx *ctx, int argc, char **argv)
 		cli_error(ctx, "detach %s: unreadable attach record (%s)", iface, strerror(-r));
 		goto out;
 	}
+	if (st.netns_ino != current_netns_ino()) {
+		cli_error(ctx,
+			  "detach: %s/%s was attached from another network namespace; run detach "
+			  "there",
+			  ctx->pin_root, iface);
+		goto out;
+	}
 	if (if_nametoindex(iface) != st.ifindex) {
 		/* The device is gone (or re-created): its qdisc and hook went with it. */
 		iface_unpin_all(ctx->pin_root, iface);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
@@ -28,6 +29,13 @@ static int read_pinned_value(const char *root, const char *iface, const char *na
 		r = -errno;
 	close(fd);
 	return r;
+}
+
+uint64_t current_netns_ino(void)
+{
+	struct stat st;
+
+	return stat("/proc/self/ns/net", &st) ? 0 : (uint64_t)st.st_ino;
 }
 
 int iface_state_read(const char *root, const char *iface, struct mercury_attach_state *st)

@@ -13,6 +13,9 @@
 #define PIN_STATS "stats"
 #define PIN_STATE "attach_state"
 
+/* Inode of the caller's network namespace: interface names and indexes are per namespace. */
+uint64_t current_netns_ino(void);
+
 /* 0 and *st filled, -ENOENT when the interface is not attached, other -errno on failure. */
 int iface_state_read(const char *root, const char *iface, struct mercury_attach_state *st);
 int iface_cfg_read(const char *root, const char *iface, struct mercury_iface_cfg *cfg);

@@ -60,6 +60,11 @@ int pins_prepare(const char *root, char *err, size_t errlen)
 		}
 		r = 1;
 	}
+	if (r == -ENOENT) {
+		snprintf(err, errlen,
+			 "%s does not exist: the pin root must be inside a bpffs mount", parent);
+		return r;
+	}
 	if (r < 0) {
 		snprintf(err, errlen, "cannot stat %s (%s): is bpffs available?", parent,
 			 strerror(-r));

@@ -45,6 +45,8 @@ static const char *health(const char *root, const char *iface,
 	struct qdisc_root qr;
 	char link_pin[PATH_MAX], err[256];
 
+	if (st->netns_ino != current_netns_ino())
+		return "in another network namespace";
 	if (if_nametoindex(iface) != st->ifindex)
 		return "device gone";
 	pins_path(link_pin, sizeof(link_pin), root, iface, PIN_LINK);

@@ -11,7 +11,7 @@
 #include <linux/types.h>
 #endif
 
-#define MERCURY_LAYOUT_VERSION 1
+#define MERCURY_LAYOUT_VERSION 2
 
 /* Priority levels carried by tags: 0 is the most urgent. */
 #define MERCURY_MAX_LEVELS 16
@@ -130,6 +130,7 @@ struct mercury_attach_state {
 	__u32 mqprio_hw;       /* mqprio: 1 when offloaded to the NIC */
 	__u32 saved_qdisc_len; /* bytes of saved_qdisc in use; 0 when the old root was default */
 	__u64 attached_at_ns;  /* CLOCK_REALTIME */
+	__u64 netns_ino;       /* inode of the network namespace of ifindex (/proc/self/ns/net) */
 	__u8 saved_qdisc[MERCURY_SAVED_QDISC_MAX]; /* RTM_NEWQDISC of the replaced root, --force */
 };
 

@@ -56,4 +56,19 @@ check "refused attach left no pins" test ! -e "$PIN_ROOT/va"
 check "attach --force" mercuryd_s attach va --qdisc htb --rate 100mbit --force
 check "detach" mercuryd_s detach va
 check "foreign tbf root restored identically" same_as "$before"
+in_s tc qdisc del dev va root
+
+# 5. Same interface name in another namespace, same pin root: refused, never a silent no-op.
+NS_X=${PFX}x
+trap 'cleanup; ip netns del "$NS_X" 2>/dev/null' EXIT
+ip netns add "$NS_X" && ip -n "$NS_X" link add va type veth peer name vx && ip -n "$NS_X" link set va up
+check "attach in the first namespace" mercuryd_s attach va --qdisc htb --rate 100mbit
+err=$(nsenter --net=/var/run/netns/"$NS_X" "$MERCURYD" --pin-root "$PIN_ROOT" attach va --qdisc htb --rate 100mbit 2>&1)
+rc=$?
+check "attach of the same name from another namespace is refused (rc $rc)" test "$rc" -ne 0
+check "refusal names it: $err" sh -c "echo \"\$1\" | grep -q 'another network namespace'" _ "$err"
+check "the other namespace's va is untouched" test "$(ip netns exec "$NS_X" tc -j qdisc show dev va | jq -r '.[0].kind')" = noqueue
+check "detach from the other namespace is refused" sh -c "! nsenter --net=/var/run/netns/$NS_X '$MERCURYD' --pin-root '$PIN_ROOT' detach va 2>/dev/null"
+check "detach in the first namespace" mercuryd_s detach va
+ip netns del "$NS_X"
 finish
