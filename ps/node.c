@@ -143,8 +143,10 @@ void *ps_tx(void *arg)
 		r = ps_write_msg(c->fd, &it.h, it.data, plen);
 		if (r) {
 			if (!atomic_load(&n->closing))
-				ps_fail(n, "node %d: sending to node %d failed: %s", n->cfg.rank,
-					c->peer, strerror(-r));
+				ps_fail(n,
+					"node %d: node %d disconnected mid-iteration (send on "
+					"connection %d: %s)",
+					n->cfg.rank, c->peer, c->index, strerror(-r));
 			break;
 		}
 		atomic_fetch_add(&n->bytes_sent, sizeof(it.h) + plen);
