@@ -177,7 +177,12 @@ run_ps() {
 	t1=$(date +%s.%N)
 	cpu1=$(cpu_busy_jiffies)
 	for ((i = 0; i < CL_NODES; i++)); do counters "$i" >"$tmp/c1.$i"; done
-	[ -n "${CL_KEEP_TIMELINES:-}" ] && cp "$tmp/tl.0" "$CL_KEEP_TIMELINES/$label.$model.tl" 2>/dev/null
+	if [ -n "${CL_KEEP_TIMELINES:-}" ]; then
+		cp "$tmp/tl.0" "$CL_KEEP_TIMELINES/$label.$model.tl" 2>/dev/null
+		[ -n "${CL_KEEP_ALL_NODES:-}" ] && for ((i = 0; i < CL_NODES; i++)); do
+			cp "$tmp/tl.$i" "$CL_KEEP_TIMELINES/$label.$model.tl.$i" 2>/dev/null
+		done
+	fi
 	if [ $rc -ne 0 ]; then
 		echo "cluster: $label $model failed:" >&2
 		cat "$tmp"/err.* >&2

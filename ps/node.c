@@ -90,21 +90,6 @@ void ps_record(struct ps_node *n, char kind, int layer, uint64_t iter, double t0
 		pthread_mutex_unlock(&n->mu);
 }
 
-void ps_iteration_side_done(struct ps_node *n, uint64_t iter, bool worker_side)
-{
-	int i = (int)(iter % 4);
-
-	if (worker_side)
-		n->worker_pulled[i] = true;
-	else
-		n->pulls_written[i]++;
-	if (!n->worker_pulled[i] || n->pulls_written[i] < n->pulls_owed)
-		return;
-	n->worker_pulled[i] = false;
-	n->pulls_written[i] = 0;
-	ps_tag_iteration(n, iter, false);
-}
-
 int ps_conn_of_layer(const struct ps_node *n, int layer)
 {
 	return n->K == 1 ? 0 : n->conn_of[layer];
@@ -149,6 +134,7 @@ void *ps_tx(void *arg)
 					n->cfg.rank, c->peer, c->index, strerror(-r));
 			break;
 		}
+		atomic_fetch_add(&c->written, sizeof(it.h) + plen);
 		atomic_fetch_add(&n->bytes_sent, sizeof(it.h) + plen);
 		if (it.h.type == PS_MSG_PUSH)
 			ps_record(n, 'p', (int)it.h.layer, it.h.iter, t0, ps_now());
@@ -535,6 +521,11 @@ int ps_node_run(const struct ps_config *cfg, const struct ps_profile *prof, stru
 	}
 	if (cfg->mode == PS_MERCURY)
 		ps_tag_open(n);
+	if (cfg->mode == PS_MERCURY && ps_drain_start(n)) {
+		snprintf(err, errlen, "cannot start the drain watcher thread");
+		r = -EAGAIN;
+		goto out;
+	}
 	if (pthread_create(&n->acceptor, NULL, acceptor, n)) {
 		r = -EAGAIN;
 		goto out;
@@ -557,6 +548,7 @@ out:
 	shutdown_all(n);
 	if (n->acceptor_started)
 		pthread_join(n->acceptor, NULL);
+	ps_drain_stop(n);
 	for (int p = 0; p < PS_MAX_NODES; p++)
 		for (int k = 0; k < PS_MAX_CONNS; k++) {
 			conn_free(n->wconn[p][k]);

@@ -35,6 +35,8 @@ void ps_sendq_close(struct ps_sendq *q);
 
 struct ps_node;
 
+#define PS_ITER_SLOTS 4 /* iterations a node can have open at once, at most */
+
 struct ps_conn {
 	struct ps_node *node;
 	int fd;
@@ -44,9 +46,10 @@ struct ps_conn {
 	struct ps_sendq q;
 	pthread_t tx, rx;
 	bool threads;
-	float *scratch; /* worker side, when pulls are not kept */
-	void *tag;	/* libmercury registration (mercury mode) */
-	bool got_bye;	/* server side: the worker closes this one on purpose */
+	float *scratch;		      /* worker side, when pulls are not kept */
+	void *tag;		      /* libmercury registration (mercury mode) */
+	bool got_bye;		      /* server side: the worker closes this one on purpose */
+	atomic_uint_fast64_t written; /* bytes written into the socket so far */
 };
 
 struct ps_pending {
@@ -110,11 +113,18 @@ struct ps_node {
 	uint64_t inflight;
 	int readies;
 	int byes_sent; /* our goodbyes actually written */
-	/* Iteration end for the tags: the worker has all its pulls and the server has written
-	 * every pull it owes, so the node's older traffic keeps precedence until it is out. */
-	uint64_t pulls_written[4]; /* per iteration % 4: (slice, worker) pulls fully written */
-	bool worker_pulled[4];
+	/* Iteration end for the tags (drain.c): the worker has all its pulls and every pull
+	 * the server owes is acknowledged, so the node's older traffic keeps precedence until
+	 * it has arrived. Indexed by iteration % PS_ITER_SLOTS. */
+	uint64_t pulls_written[PS_ITER_SLOTS]; /* (slice, worker) pulls fully written */
+	bool worker_pulled[PS_ITER_SLOTS];
 	uint64_t pulls_owed; /* own slices x workers */
+	bool drain_armed[PS_ITER_SLOTS], drained[PS_ITER_SLOTS];
+	uint64_t drain_iter[PS_ITER_SLOTS];
+	uint64_t drain_target[PS_ITER_SLOTS][PS_MAX_NODES][PS_MAX_CONNS]; /* bytes written */
+	pthread_t drainer;
+	pthread_cond_t drain_cv;
+	bool drainer_started;
 	bool worker_done;
 	uint64_t mismatches, pulls_checked;
 
@@ -139,8 +149,11 @@ void *ps_server_rx(void *arg);
 void *ps_worker_rx(void *arg);
 void *ps_tx(void *arg);
 int ps_worker_main(struct ps_node *n, struct ps_result *res);
-/* One side of iteration `iter` is done at this node (n->mu held): ends it when both are. */
+/* One side of iteration `iter` is done at this node (n->mu held): ends it when both are
+ * (and, with the drainer running, once every pull of it is acknowledged). */
 void ps_iteration_side_done(struct ps_node *n, uint64_t iter, bool worker_side);
+int ps_drain_start(struct ps_node *n);
+void ps_drain_stop(struct ps_node *n); /* after n->closing is set */
 
 /* Tagging (tag.c; a stub in the unit tests). */
 int ps_tag_open(struct ps_node *n);

@@ -19,6 +19,7 @@
 #include "../../ps/server.c"
 #include "../../ps/worker.c"
 #include "../../ps/node.c"
+#include "../../ps/drain.c"
 
 /* Tags are libmercury's business; these tests exercise the PS alone. */
 int ps_tag_open(struct ps_node *n)
@@ -30,9 +31,27 @@ void ps_tag_close(struct ps_node *n)
 {
 	(void)n;
 }
+/* Iteration ends per rank, and whether each came with every pull acknowledged. */
+static struct {
+	pthread_mutex_t mu;
+	int ends[PS_MAX_NODES];
+	uint64_t last[PS_MAX_NODES];
+	int out_of_order, undelivered;
+} marks = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
 void ps_tag_iteration(struct ps_node *n, uint64_t iter, bool begin)
 {
-	(void)n, (void)iter, (void)begin;
+	if (begin)
+		return;
+	bool delivered = !n->drainer_started || slot_drained(n, (int)(iter % PS_ITER_SLOTS));
+	int r = n->cfg.rank;
+
+	pthread_mutex_lock(&marks.mu);
+	marks.out_of_order += marks.ends[r] > 0 && iter != marks.last[r] + 1;
+	marks.undelivered += !delivered;
+	marks.ends[r]++;
+	marks.last[r] = iter;
+	pthread_mutex_unlock(&marks.mu);
 }
 int ps_tag_register(struct ps_conn *c)
 {
@@ -166,6 +185,25 @@ static void test_mercury_exact(void **s)
 	(void)s;
 	check_mode(PS_MERCURY, false, 0);
 }
+/* Mercury mode: every iteration ends at every node, in order, and only once the pulls its
+ * server wrote are acknowledged (else the next iteration's tags outrank them). */
+static void test_mercury_iteration_ends_after_delivery(void **s)
+{
+	(void)s;
+	struct ps_config c;
+	struct node_arg a[3];
+
+	memset(marks.ends, 0, sizeof(marks.ends));
+	marks.out_of_order = marks.undelivered = 0;
+	base_config(&c, PS_MERCURY);
+	run_cluster(&c, 3, a);
+	expect_exact(a, 3);
+	for (int r = 0; r < 3; r++)
+		assert_int_equal(marks.ends[r], c.warmup + c.iters);
+	assert_int_equal(marks.out_of_order, 0);
+	assert_int_equal(marks.undelivered, 0);
+}
+
 static void test_split_all_exact(void **s)
 {
 	(void)s;
@@ -248,6 +286,7 @@ int main(void)
 	    cmocka_unit_test(test_fifo_exact),
 	    cmocka_unit_test(test_partition_exact),
 	    cmocka_unit_test(test_mercury_exact),
+	    cmocka_unit_test(test_mercury_iteration_ends_after_delivery),
 	    cmocka_unit_test(test_split_all_exact),
 	    cmocka_unit_test(test_slow_worker_exact),
 	    cmocka_unit_test(test_disconnect_fails_fast),

@@ -1,0 +1,140 @@
+/*
+ * Iteration end for the tags, mercury mode: an iteration is over at this node when its
+ * worker has every pull and every pull its server owes has been acknowledged by the worker
+ * it went to. "Written into the socket" is not enough: a pull still in the socket or in a
+ * low band of the qdisc would lose its precedence to the next iteration's front layers the
+ * moment the iteration ended, and the worker waiting for it falls a whole iteration behind
+ * (seen on AlexNet: fc8 pulls to one node starved ~1 s behind other nodes' fc6 pushes).
+ *
+ * When the last pull of an iteration is written, the byte count written on every server
+ * connection is noted; a drainer thread polls SIOCOUTQ (bytes not yet acknowledged) until
+ * each connection's acknowledged count reaches it.
+ */
+#include <errno.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
+#include <time.h>
+
+#include "node.h"
+
+#define DRAIN_POLL_NS 200000L /* 0.2 ms: far below a layer's pull time in any profile */
+
+static bool slot_ready(const struct ps_node *n, int i)
+{
+	return n->worker_pulled[i] && n->pulls_written[i] >= n->pulls_owed &&
+	       (!n->drainer_started || n->drained[i]);
+}
+
+/* n->mu held. */
+static void try_end(struct ps_node *n, int i, uint64_t iter)
+{
+	if (!slot_ready(n, i))
+		return;
+	n->worker_pulled[i] = false;
+	n->pulls_written[i] = 0;
+	n->drain_armed[i] = false;
+	n->drained[i] = false;
+	ps_tag_iteration(n, iter, false);
+}
+
+void ps_iteration_side_done(struct ps_node *n, uint64_t iter, bool worker_side)
+{
+	int i = (int)(iter % PS_ITER_SLOTS);
+
+	if (worker_side)
+		n->worker_pulled[i] = true;
+	else if (++n->pulls_written[i] == n->pulls_owed && n->drainer_started) {
+		for (int w = 0; w < n->cfg.nodes; w++)
+			for (int k = 0; k < n->K; k++)
+				n->drain_target[i][w][k] =
+				    n->sconn[w][k] ? atomic_load(&n->sconn[w][k]->written) : 0;
+		n->drain_iter[i] = iter;
+		n->drain_armed[i] = true;
+		pthread_cond_broadcast(&n->drain_cv);
+	}
+	try_end(n, i, iter);
+}
+
+/* Bytes the peer has acknowledged, or UINT64_MAX once the socket is unusable. */
+static uint64_t acked(struct ps_conn *c)
+{
+	int outq = 0;
+
+	if (ioctl(c->fd, SIOCOUTQ, &outq) < 0)
+		return UINT64_MAX;
+	return atomic_load(&c->written) - (uint64_t)outq;
+}
+
+static bool slot_drained(struct ps_node *n, int i)
+{
+	for (int w = 0; w < n->cfg.nodes; w++)
+		for (int k = 0; k < n->K; k++) {
+			struct ps_conn *c = n->sconn[w][k];
+
+			if (c && acked(c) < n->drain_target[i][w][k])
+				return false;
+		}
+	return true;
+}
+
+static void *drainer(void *arg)
+{
+	struct ps_node *n = arg;
+	const struct timespec pause = {0, DRAIN_POLL_NS};
+
+	pthread_mutex_lock(&n->mu);
+	while (!atomic_load(&n->closing)) {
+		int armed = -1;
+
+		for (int i = 0; i < PS_ITER_SLOTS && armed < 0; i++)
+			if (n->drain_armed[i] && !n->drained[i])
+				armed = i;
+		if (armed < 0) {
+			struct timespec dl;
+
+			clock_gettime(CLOCK_REALTIME, &dl);
+			dl.tv_nsec += 100000000L; /* re-check closing every 0.1 s */
+			if (dl.tv_nsec >= 1000000000L) {
+				dl.tv_sec++;
+				dl.tv_nsec -= 1000000000L;
+			}
+			pthread_cond_timedwait(&n->drain_cv, &n->mu, &dl);
+			continue;
+		}
+		/* The targets of an armed slot do not change until it ends (n->mu not needed). */
+		pthread_mutex_unlock(&n->mu);
+		bool done = slot_drained(n, armed);
+		if (!done)
+			nanosleep(&pause, NULL);
+		pthread_mutex_lock(&n->mu);
+		if (done) {
+			n->drained[armed] = true;
+			try_end(n, armed, n->drain_iter[armed]);
+		}
+	}
+	pthread_mutex_unlock(&n->mu);
+	return NULL;
+}
+
+int ps_drain_start(struct ps_node *n)
+{
+	pthread_cond_init(&n->drain_cv, NULL);
+	if (pthread_create(&n->drainer, NULL, drainer, n)) {
+		pthread_cond_destroy(&n->drain_cv);
+		return -EAGAIN;
+	}
+	n->drainer_started = true;
+	return 0;
+}
+
+void ps_drain_stop(struct ps_node *n)
+{
+	if (!n->drainer_started)
+		return;
+	pthread_mutex_lock(&n->mu);
+	pthread_cond_broadcast(&n->drain_cv);
+	pthread_mutex_unlock(&n->mu);
+	pthread_join(n->drainer, NULL);
+	pthread_cond_destroy(&n->drain_cv);
+	n->drainer_started = false;
+}
