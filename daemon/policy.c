@@ -22,6 +22,7 @@
 
 #include "policy.h"
 #include "mercury_abi.h"
+#include "mercury_groups.h"
 
 void policy_init(struct policy *p, unsigned nbands)
 {
@@ -135,7 +136,7 @@ int policy_level(const struct policy *p, uint32_t job, uint32_t layer, uint32_t 
 	stage = j->has_open && iteration > j->oldest_open ? iteration - j->oldest_open : 0;
 	groups = nb == 2 ? 1 : nb == 3 ? 2 : nb - 2;
 	if (stage == 0)
-		lv = (unsigned)((uint64_t)(layer - 1) * groups / j->n_layers);
+		lv = mercury_layer_group(layer - 1, j->n_layers, groups);
 	else if (nb >= 4 && stage == 1)
 		lv = nb - 2;
 	else

@@ -34,7 +34,9 @@ static void try_end(struct ps_node *n, int i, uint64_t iter)
 	n->pulls_written[i] = 0;
 	n->drain_armed[i] = false;
 	n->drained[i] = false;
+	n->iterations_ended++;
 	ps_tag_iteration(n, iter, false);
+	pthread_cond_broadcast(&n->cv);
 }
 
 void ps_iteration_side_done(struct ps_node *n, uint64_t iter, bool worker_side)

@@ -125,6 +125,7 @@ struct ps_node {
 	pthread_t drainer;
 	pthread_cond_t drain_cv;
 	bool drainer_started;
+	uint64_t iterations_ended;
 	bool worker_done;
 	uint64_t mismatches, pulls_checked;
 

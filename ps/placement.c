@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "ps.h"
+#include "mercury_groups.h"
 
 int ps_place(const uint64_t *orig, const uint64_t *len, int nlayers, int nservers, uint64_t bound,
 	     bool split_all, struct ps_placement *pl)
@@ -67,7 +68,8 @@ int ps_map_connections(int nlayers, int conns, int groups, int *conn_of)
 	if (conns <= groups) {
 		/* Fewer sockets than groups: whole groups share one, never split one. */
 		for (int l = 0; l < nlayers; l++) {
-			int g = (int)((int64_t)l * groups / nlayers);
+			int g = (int)mercury_layer_group((uint32_t)l, (uint32_t)nlayers,
+							 (unsigned)groups);
 			conn_of[l] = (int)((int64_t)g * conns / groups);
 		}
 		return conns;
@@ -77,7 +79,8 @@ int ps_map_connections(int nlayers, int conns, int groups, int *conn_of)
 		int share = conns / groups + (g < conns % groups ? 1 : 0);
 
 		for (int l = 0; l < nlayers; l++)
-			if ((int)((int64_t)l * groups / nlayers) == g) {
+			if ((int)mercury_layer_group((uint32_t)l, (uint32_t)nlayers,
+						     (unsigned)groups) == g) {
 				if (lo < 0)
 					lo = l;
 				count++;

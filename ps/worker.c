@@ -287,6 +287,11 @@ static bool all_ready(struct ps_node *n, long arg)
 	return n->readies >= n->cfg.nodes;
 }
 
+static bool all_ended(struct ps_node *n, long total)
+{
+	return n->iterations_ended >= (uint64_t)total;
+}
+
 /* Every worker said goodbye to us and ours are on the wire: closing is safe now. */
 static bool all_byes(struct ps_node *n, long arg)
 {
@@ -366,8 +371,12 @@ int ps_worker_main(struct ps_node *n, struct ps_result *res)
 	}
 	res->iter_s = (res->fp_end[total] - res->fp_end[n->cfg.warmup]) / n->cfg.iters;
 	pthread_mutex_lock(&n->mu);
+	/* Every iteration ends for the tags before we leave, the last one included. */
+	r = wait_for(n, all_ended, total, "the last iteration's pulls to be acknowledged");
 	n->worker_done = true;
 	pthread_mutex_unlock(&n->mu);
+	if (r)
+		return r;
 	for (int s = 0; s < n->cfg.nodes; s++)
 		for (int k = 0; k < n->K; k++)
 			ps_enqueue(n->wconn[s][k], PS_MSG_BYE, -1, 0, 0, 0, NULL, UINT64_MAX);
