@@ -12,7 +12,8 @@
  *            untagged default band): rule 1 kept whole, rule 2 kept coarsely.
  *   N >= 4:  current iteration: N - 2 layer groups 0 .. N-3 (front layers lowest); the next
  *            iteration N - 2; iterations further ahead N - 1 (with untagged traffic).
- * Layers are grouped evenly by index: group = (layer - 1) * groups / n_layers.
+ * Layers are grouped evenly by index (include/mercury_groups.h, shared with frameworks that
+ * map layers to sockets): group = (layer - 1) * groups / n_layers.
  * Several jobs share the bands by layer rank; a job of weight w is shifted down by
  * floor(log2(w_max / w)) levels (w_max: the largest declared weight), so a job of half the
  * weight yields one band to the heavier job's equally ranked layers.

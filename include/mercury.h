@@ -13,7 +13,9 @@
  *    mercury_tag_next() starts at the socket's current write position (or where the previous
  *    tag on this socket ended, if that is later, so you may tag ahead of your writes).
  *  - Put tensors of different urgency on different sockets: TCP cannot reorder bytes inside
- *    one stream, so a packet can only overtake packets of other sockets.
+ *    one stream, so a packet can only overtake packets of other sockets. Layers share bands
+ *    in groups (mercury_layer_group() in mercury_groups.h, the daemon's own rule): give one
+ *    socket layers of one group only, or its packets land in two bands and reorder.
  *  - The library never keeps your socket: it passes the fd to the daemon (SCM_RIGHTS), which
  *    reads what it needs and closes its copy at once. Only sockets the calling user created
  *    can be tagged (root may tag any).
@@ -45,6 +47,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include "mercury_groups.h"
 
 #ifdef __cplusplus
 extern "C" {

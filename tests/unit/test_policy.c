@@ -7,6 +7,7 @@
 #include <cmocka.h>
 
 #include "policy.h"
+#include "mercury_groups.h"
 
 static uint32_t level_of(struct policy *p, uint32_t job, uint32_t layer, uint64_t iter)
 {
@@ -35,6 +36,26 @@ static void test_eight_bands_layer_order(void **state)
 	assert_int_equal(policy_level(&p, 1, 5, 0, 0, &a), 0);
 	assert_int_equal(policy_level(&p, 1, 5, 1, 0, &b), 0);
 	assert_int_equal(a, b);
+}
+
+/* Frameworks map layers to sockets with mercury_layer_group(): the daemon must agree, for
+ * every band count and layer count, or a socket's bytes straddle two bands. */
+static void test_levels_follow_the_shared_group_rule(void **state)
+{
+	(void)state;
+	for (unsigned nb = 2; nb <= 8; nb++) {
+		unsigned groups = nb == 2 ? 1 : nb == 3 ? 2 : nb - 2;
+
+		for (uint32_t n = 1; n <= 200; n++) {
+			struct policy p;
+
+			policy_init(&p, nb);
+			assert_int_equal(policy_declare(&p, 1, n, 1), 0);
+			for (uint32_t l = 1; l <= n; l++)
+				assert_int_equal(level_of(&p, 1, l, 0),
+						 mercury_layer_group(l - 1, n, groups));
+		}
+	}
 }
 
 static void test_older_iteration_first(void **state)
@@ -237,6 +258,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_eight_bands_layer_order),
+	    cmocka_unit_test(test_levels_follow_the_shared_group_rule),
 	    cmocka_unit_test(test_older_iteration_first),
 	    cmocka_unit_test(test_three_bands),
 	    cmocka_unit_test(test_two_and_four_bands),
