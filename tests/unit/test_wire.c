@@ -128,7 +128,7 @@ static void test_handler_rejects_and_serves(void **state)
 
 	(void)state;
 	memset(&ev, 0, sizeof(ev));
-	ev.tags_fd = ev.stats_fd = ev.clock_fd = -1;
+	ev.tags_fd = ev.stats_fd = -1;
 	policy_init(&ev.policy, 8);
 	hdr(&jd.h, MW_JOB_DECLARE, sizeof(jd), 41);
 	event_handle(&ev, 1, &cred, &mask, &jd, sizeof(jd), false, NULL, 0, &reply);
