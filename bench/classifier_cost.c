@@ -271,7 +271,6 @@ int main(int argc, char **argv)
 	struct classifier_bpf *prod = NULL;
 	struct noop_bpf *noop = NULL;
 	struct mercury_sock_tags tags = {.count = MERCURY_RANGES_PER_SOCK};
-	struct mercury_job_clock clock = {4, 1}; /* job 0: iteration 5 is one ahead */
 	struct mercury_test_view view = {.has_sock = 1, .snd_una = SND_UNA};
 	struct mercury_iface_cfg cfg;
 	struct options o;
@@ -301,12 +300,7 @@ int main(int argc, char **argv)
 	for (unsigned int i = 0; i < MERCURY_RANGES_PER_SOCK; i++) {
 		tags.ranges[i].start = BYTES_ACKED - 10 * RANGE_BYTES + i * RANGE_BYTES;
 		tags.ranges[i].end = tags.ranges[i].start + RANGE_BYTES - 1000; /* gaps */
-		/* Staged, as frameworks tag: the classifier also reads the job's clock. */
-		tags.ranges[i].job_slot = 0;
-		tags.ranges[i].iteration = 5;
-		tags.ranges[i].level[0] = (uint8_t)(i % 3);
-		tags.ranges[i].level[1] = (uint8_t)((i + 1) % 3);
-		tags.ranges[i].level[2] = 2;
+		tags.ranges[i].level = i % 3;
 	}
 	view.bytes_acked = BYTES_ACKED;
 	view.has_tags = 1;
@@ -316,8 +310,7 @@ int main(int argc, char **argv)
 	fill_cfg(&cfg);
 	err = set_map(test->maps.cfg, &cfg, "cfg") ?: set_map(prod->maps.cfg, &cfg, "cfg") ?:
 	      set_map(test->maps.test_view, &view, "test_view") ?:
-	      set_map(test->maps.test_tags, &tags, "test_tags") ?:
-	      set_map(test->maps.job_clock, &clock, "job_clock");
+	      set_map(test->maps.test_tags, &tags, "test_tags");
 	if (err)
 		goto out;
 
@@ -329,9 +322,9 @@ int main(int argc, char **argv)
 	err = run_prog(fds[PROG_TEST], pkt, len, 1, &samples[0][0], &prio);
 	if (err)
 		goto out;
-	if (prio != PRIORITY_BASE + cfg.band_of_level[tags.ranges[o.hit].level[1]]) {
+	if (prio != PRIORITY_BASE + cfg.band_of_level[tags.ranges[o.hit].level]) {
 		fprintf(stderr, "classifier set priority %#x, not the tagged band's %#x\n", prio,
-			PRIORITY_BASE + cfg.band_of_level[tags.ranges[o.hit].level[1]]);
+			PRIORITY_BASE + cfg.band_of_level[tags.ranges[o.hit].level]);
 		err = 1;
 		goto out;
 	}

@@ -77,14 +77,6 @@ struct {
 	__type(value, struct mercury_iface_cfg);
 } cfg SEC(".maps");
 
-/* Shared by every interface (pinned once, like sock_tags): each job's oldest open iteration. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, MERCURY_MAX_JOBS);
-	__type(key, __u32);
-	__type(value, struct mercury_job_clock);
-} job_clock SEC(".maps");
-
 /* Unused by the code; here so that libbpf creates it BTF-typed for mercuryd to pin. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -226,8 +218,8 @@ static __always_inline __u32 mercury_parse(struct __sk_buff *skb, __u32 *seq)
 _Static_assert(1 << (MERCURY_RANGE_SEARCH_STEPS - 1) == MERCURY_RANGES_PER_SOCK,
 	       "the search's steps must cover the whole range table");
 
-static __always_inline const struct mercury_range *
-mercury_find_range(const struct mercury_sock_tags *tags, __u64 off)
+static __always_inline int mercury_find_level(const struct mercury_sock_tags *tags, __u64 off,
+					      __u32 *level)
 {
 	const struct mercury_range *r = tags->ranges;
 	__u64 n = tags->count, i = 0;
@@ -242,25 +234,9 @@ mercury_find_range(const struct mercury_sock_tags *tags, __u64 off)
 		}
 	}
 	if (!n || off < r->start || off >= r->end)
-		return NULL;
-	return r;
-}
-
-/* The range's level at its iteration's stage now (one array lookup for staged ranges). */
-static __always_inline __u32 mercury_range_level(const struct mercury_range *r)
-{
-	__u32 slot = r->job_slot, stage = 0;
-	const struct mercury_job_clock *clk;
-	__s32 ahead;
-
-	if (slot < MERCURY_MAX_JOBS) {
-		clk = bpf_map_lookup_elem(&job_clock, &slot);
-		if (clk && clk->open) {
-			ahead = (__s32)(r->iteration - clk->oldest_open);
-			stage = ahead <= 0 ? 0 : ahead == 1 ? 1 : 2;
-		}
-	}
-	return stage == 0 ? r->level[0] : stage == 1 ? r->level[1] : r->level[2];
+		return 0;
+	*level = r->level;
+	return 1;
 }
 
 /*
@@ -270,17 +246,15 @@ static __always_inline __u32 mercury_range_level(const struct mercury_range *r)
 static __always_inline __u32 mercury_decide(const struct mercury_classify_ctx *c,
 					    const struct mercury_sock_view *v, __u64 *band)
 {
-	const struct mercury_range *r;
 	__u32 level;
 
 	if (!v->has_sock)
 		return MERCURY_OUT_NO_OFFSET;
 	if (!v->tags)
 		return MERCURY_OUT_UNTAGGED;
-	r = mercury_find_range(v->tags, mercury_stream_offset(c->seq, v->snd_una, v->bytes_acked));
-	if (!r)
+	if (!mercury_find_level(v->tags, mercury_stream_offset(c->seq, v->snd_una, v->bytes_acked),
+				&level))
 		return MERCURY_OUT_TAG_MISS;
-	level = mercury_range_level(r);
 	if (level >= MERCURY_MAX_LEVELS)
 		level = MERCURY_MAX_LEVELS - 1;
 	*band = c->cfg->band_of_level[level & (MERCURY_MAX_LEVELS - 1)];

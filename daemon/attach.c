@@ -163,8 +163,7 @@ int do_attach(const struct cli_ctx *ctx, int argc, char **argv)
 	struct classifier_bpf *skel = NULL;
 	struct tc_hook_result hook = {0};
 	struct attach_args a;
-	struct global_maps shared = {{-1, -1, -1}};
-	int lock_fd = -1, ifindex, r, ret = 1;
+	int tags_fd = -1, sstats_fd = -1, lock_fd = -1, ifindex, r, ret = 1;
 	bool qdisc_done = false, hook_done = false, pinning = false;
 	__u32 key = 0;
 	bool mqprio_hw = false;
@@ -282,12 +281,13 @@ int do_attach(const struct cli_ctx *ctx, int argc, char **argv)
 	if (warn[0])
 		cli_warn(ctx, "%s: %s", a.iface, warn);
 
-	if (pins_global_maps(ctx->pin_root, &shared, err, sizeof(err))) {
+	if (pins_global_maps(ctx->pin_root, &tags_fd, &sstats_fd, err, sizeof(err))) {
 		cli_error(ctx, "attach %s: %s", a.iface, err);
 		goto out;
 	}
 	skel = classifier_bpf__open();
-	if (!skel || pins_reuse_global_maps(skel, &shared) || classifier_bpf__load(skel)) {
+	if (!skel || bpf_map__reuse_fd(skel->maps.sock_tags, tags_fd) ||
+	    bpf_map__reuse_fd(skel->maps.sock_stats, sstats_fd) || classifier_bpf__load(skel)) {
 		cli_error(ctx,
 			  "attach %s: cannot load the classifier: %s (run with -v for the "
 			  "verifier log)",
@@ -343,7 +343,10 @@ out:
 		pins_remove_unused_globals(ctx->pin_root);
 	}
 	classifier_bpf__destroy(skel);
-	pins_close_global_maps(&shared);
+	if (tags_fd >= 0)
+		close(tags_fd);
+	if (sstats_fd >= 0)
+		close(sstats_fd);
 	if (lock_fd >= 0)
 		close(lock_fd);
 	return ret;

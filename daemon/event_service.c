@@ -54,32 +54,6 @@ static int slot_of(struct event_state *ev, uint32_t uid, uint32_t job, bool crea
 	return free_slot;
 }
 
-/* The data path ranks a job's tagged iterations against this: write it after every mark. */
-static void publish_clock(struct event_state *ev, int slot)
-{
-	struct mercury_job_clock clk = {0};
-	uint32_t key = (uint32_t)slot;
-	uint64_t oldest;
-
-	if (ev->clock_fd < 0)
-		return;
-	if (policy_oldest_open(&ev->policy, key, &oldest)) {
-		clk.oldest_open = (uint32_t)oldest;
-		clk.open = 1;
-	}
-	bpf_map_update_elem(ev->clock_fd, &key, &clk, BPF_ANY);
-}
-
-void event_clocks_reset(struct event_state *ev)
-{
-	struct mercury_job_clock clk = {0};
-
-	if (ev->clock_fd < 0)
-		return;
-	for (uint32_t k = 0; k < MERCURY_MAX_JOBS; k++)
-		bpf_map_update_elem(ev->clock_fd, &k, &clk, BPF_ANY);
-}
-
 static int do_declare(struct event_state *ev, uint32_t uid, uint64_t *mask, const struct mw_msg *m)
 {
 	int slot = slot_of(ev, uid, m->job.job, true);
@@ -92,8 +66,7 @@ static int do_declare(struct event_state *ev, uint32_t uid, uint64_t *mask, cons
 		return r;
 	if (!(*mask & (1ull << slot))) {
 		*mask |= 1ull << slot;
-		if (ev->slots[slot].refs++ == 0)
-			publish_clock(ev, slot); /* a reused slot starts with no iteration open */
+		ev->slots[slot].refs++;
 	}
 	return 0;
 }
@@ -104,13 +77,9 @@ static int do_iteration(struct event_state *ev, uint32_t uid, const struct mw_ms
 
 	if (slot < 0)
 		return slot;
-	int r = m->type == MW_ITER_BEGIN
-		    ? policy_iteration_begin(&ev->policy, (uint32_t)slot, m->iter.iteration)
-		    : policy_iteration_end(&ev->policy, (uint32_t)slot, m->iter.iteration);
-
-	if (r == 0)
-		publish_clock(ev, slot);
-	return r;
+	if (m->type == MW_ITER_BEGIN)
+		return policy_iteration_begin(&ev->policy, (uint32_t)slot, m->iter.iteration);
+	return policy_iteration_end(&ev->policy, (uint32_t)slot, m->iter.iteration);
 }
 
 static int do_tag(struct event_state *ev, uint64_t client_id, uint32_t uid, int fd,
@@ -118,26 +87,16 @@ static int do_tag(struct event_state *ev, uint64_t client_id, uint32_t uid, int 
 {
 	struct mercury_sock_tags tags;
 	uint64_t next, acked, start;
-	struct mercury_range values[MW_MAX_BATCH];
+	uint32_t levels[MW_MAX_BATCH];
 	int slot = slot_of(ev, uid, m->tag.job, false), r;
 
 	if (slot < 0)
 		return slot;
 	for (uint32_t i = 0; i < m->tag.count; i++) {
-		/* Levels for every stage: the classifier picks by the job's clock per packet. */
-		values[i] = (struct mercury_range){.iteration = (uint32_t)m->tag.t[i].iteration,
-						   .job_slot = (uint8_t)slot};
-		r = policy_stage_levels(&ev->policy, (uint32_t)slot, m->tag.t[i].layer,
-					m->tag.t[i].dir, values[i].level);
+		r = policy_level(&ev->policy, (uint32_t)slot, m->tag.t[i].layer, m->tag.t[i].dir,
+				 m->tag.t[i].iteration, &levels[i]);
 		if (r)
 			return r;
-		if (ev->clock_fd < 0) { /* no clock map: rank at tag time, as a fixed level */
-			uint32_t lv;
-
-			policy_level(&ev->policy, (uint32_t)slot, m->tag.t[i].layer,
-				     m->tag.t[i].dir, m->tag.t[i].iteration, &lv);
-			values[i] = tag_fixed_level(lv);
-		}
 	}
 	if ((r = sock_stream_position(fd, &next, &acked)) ||
 	    (r = tag_store_get(ev->tags_fd, fd, &tags)))
@@ -156,7 +115,7 @@ static int do_tag(struct event_state *ev, uint64_t client_id, uint32_t uid, int 
 		return -EEXIST;
 	reply->start = start;
 	for (uint32_t i = 0; i < m->tag.count; i++) {
-		r = tags_insert_staged(&tags, start, m->tag.t[i].len, &values[i], acked);
+		r = tags_insert(&tags, start, m->tag.t[i].len, levels[i], acked);
 		if (r)
 			return r; /* nothing written: the batch is all or nothing */
 		start += m->tag.t[i].len;
@@ -234,9 +193,7 @@ void event_client_gone(struct event_state *ev, uint64_t jobs_mask)
 	for (int i = 0; i < POLICY_MAX_JOBS; i++) {
 		if (!(jobs_mask & (1ull << i)) || !ev->slots[i].refs)
 			continue;
-		if (--ev->slots[i].refs == 0) {
+		if (--ev->slots[i].refs == 0)
 			policy_remove(&ev->policy, (uint32_t)i);
-			publish_clock(ev, i); /* its ranges left on open sockets: stage 0 */
-		}
 	}
 }

@@ -15,7 +15,6 @@
 struct event_state {
 	struct policy policy;
 	int tags_fd, stats_fd; /* shared sock_tags / sock_stats maps */
-	int clock_fd;	       /* shared job_clock map (-1: iterations ranked at tag time only) */
 	unsigned min_bands_seen;
 	/*
 	 * Jobs by slot. A job is named by its id within the declaring user's namespace: (uid,
@@ -36,9 +35,6 @@ struct event_state {
  * its ancillary data did not fit. fds: sockets that came with it (the caller closes them).
  * Always fills reply (status 0 or a negative errno), never fails the service.
  */
-/* Forgets every job clock in the map (a new daemon: slots start empty). */
-void event_clocks_reset(struct event_state *ev);
-
 void event_handle(struct event_state *ev, uint64_t client_id, const struct ucred *cred,
 		  uint64_t *jobs_mask, const void *frame, size_t n, bool truncated, const int *fds,
 		  int nfds, struct mw_reply *reply);

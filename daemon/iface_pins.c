@@ -127,10 +127,10 @@ void pins_remove_unused_globals(const char *root)
 
 	if (iface_for_each(root, count_one, &n) || n > 0)
 		return;
-	for (int i = 0; pins_global_name(i); i++) {
-		pins_path(path, sizeof(path), root, NULL, pins_global_name(i));
-		unlink(path);
-	}
+	pins_path(path, sizeof(path), root, NULL, "sock_tags");
+	unlink(path);
+	pins_path(path, sizeof(path), root, NULL, "sock_stats");
+	unlink(path);
 	rmdir(root); /* fails harmlessly if something else lives there */
 }
 

@@ -15,7 +15,6 @@
 #include <bpf/libbpf.h>
 
 #include "pins.h"
-#include "iface_pins.h"
 #include "mercury_abi.h"
 #include "classifier.skel.h"
 
@@ -126,77 +125,34 @@ static int open_checked(const char *path, enum bpf_map_type type, __u32 value_si
 	return fd;
 }
 
-/* The maps every interface's classifier shares, by pin name. */
-static struct bpf_map *global_map(struct classifier_bpf *skel, int i)
+int pins_global_maps(const char *root, int *sock_tags_fd, int *sock_stats_fd, char *err,
+		     size_t errlen)
 {
-	struct bpf_map *maps[PINS_GLOBAL_MAPS] = {skel->maps.sock_tags, skel->maps.sock_stats,
-						  skel->maps.job_clock};
-	return maps[i];
-}
-
-static const struct {
-	const char *name;
-	enum bpf_map_type type;
-	__u32 value_size;
-} globals[PINS_GLOBAL_MAPS] = {
-    {"sock_tags", BPF_MAP_TYPE_SK_STORAGE, sizeof(struct mercury_sock_tags)},
-    {"sock_stats", BPF_MAP_TYPE_SK_STORAGE, sizeof(struct mercury_sock_stats)},
-    {"job_clock", BPF_MAP_TYPE_ARRAY, sizeof(struct mercury_job_clock)},
-};
-
-const char *pins_global_name(int i)
-{
-	return i >= 0 && i < PINS_GLOBAL_MAPS ? globals[i].name : NULL;
-}
-
-static void close_all(int *fds)
-{
-	for (int i = 0; i < PINS_GLOBAL_MAPS; i++)
-		if (fds[i] >= 0) {
-			close(fds[i]);
-			fds[i] = -1;
-		}
-}
-
-static int count_attached(const char *iface, void *arg)
-{
-	(void)iface;
-	(*(int *)arg)++;
-	return 0;
-}
-
-int pins_global_maps(const char *root, struct global_maps *m, char *err, size_t errlen)
-{
-	char paths[PINS_GLOBAL_MAPS][PATH_MAX];
+	char tags_path[PATH_MAX], stats_path[PATH_MAX];
 	struct classifier_bpf *skel;
-	int missing = 0, attached = 0, r, i;
+	int r;
 
-	for (i = 0; i < PINS_GLOBAL_MAPS; i++) {
-		pins_path(paths[i], sizeof(paths[i]), root, NULL, globals[i].name);
-		m->fd[i] =
-		    open_checked(paths[i], globals[i].type, globals[i].value_size, err, errlen);
-		if (m->fd[i] == -EEXIST) {
-			m->fd[i] = -1;
-			close_all(m->fd);
-			return -EEXIST;
-		}
-		missing += m->fd[i] < 0;
-	}
-	if (!missing)
-		return 0;
-	close_all(m->fd);
-	if (missing < PINS_GLOBAL_MAPS && iface_for_each(root, count_attached, &attached) == 0 &&
-	    attached > 0) {
-		/* An older mercuryd's set (fewer shared maps) that attached classifiers still use:
-		 * replacing it would leave them reading maps nobody writes. */
-		snprintf(err, errlen,
-			 "%s holds the shared maps of an older mercuryd (layout < %d) in use by %d "
-			 "attached interface(s); detach them with that mercuryd first",
-			 root, MERCURY_LAYOUT_VERSION, attached);
+	pins_path(tags_path, sizeof(tags_path), root, NULL, "sock_tags");
+	pins_path(stats_path, sizeof(stats_path), root, NULL, "sock_stats");
+	*sock_tags_fd = open_checked(tags_path, BPF_MAP_TYPE_SK_STORAGE,
+				     sizeof(struct mercury_sock_tags), err, errlen);
+	if (*sock_tags_fd == -EEXIST)
+		return -EEXIST;
+	*sock_stats_fd = open_checked(stats_path, BPF_MAP_TYPE_SK_STORAGE,
+				      sizeof(struct mercury_sock_stats), err, errlen);
+	if (*sock_stats_fd == -EEXIST) {
+		if (*sock_tags_fd >= 0)
+			close(*sock_tags_fd);
 		return -EEXIST;
 	}
-	/* Absent (first attach, or an unused older set): make all of them anew from the
-	 * classifier object, so that they carry its BTF and belong together. */
+	if (*sock_tags_fd >= 0 && *sock_stats_fd >= 0)
+		return 0;
+	if (*sock_tags_fd >= 0)
+		close(*sock_tags_fd);
+	if (*sock_stats_fd >= 0)
+		close(*sock_stats_fd);
+
+	/* Create both from the classifier object so they carry its BTF. */
 	skel = classifier_bpf__open_and_load();
 	if (!skel) {
 		r = -errno;
@@ -204,35 +160,19 @@ int pins_global_maps(const char *root, struct global_maps *m, char *err, size_t 
 			 strerror(-r));
 		return r;
 	}
-	for (i = 0; i < PINS_GLOBAL_MAPS; i++)
-		unlink(paths[i]);
-	for (i = 0; i < PINS_GLOBAL_MAPS; i++)
-		if (bpf_map__pin(global_map(skel, i), paths[i]))
-			break;
-	if (i < PINS_GLOBAL_MAPS) {
+	unlink(tags_path);
+	unlink(stats_path);
+	if (bpf_map__pin(skel->maps.sock_tags, tags_path) ||
+	    bpf_map__pin(skel->maps.sock_stats, stats_path)) {
 		r = -errno;
-		snprintf(err, errlen, "cannot pin the shared maps under %s: %s", root,
+		snprintf(err, errlen, "cannot pin the socket maps under %s: %s", root,
 			 strerror(-r));
-		for (int k = 0; k < i; k++)
-			unlink(paths[k]);
+		unlink(tags_path);
 		classifier_bpf__destroy(skel);
 		return r;
 	}
-	for (i = 0; i < PINS_GLOBAL_MAPS; i++)
-		m->fd[i] = dup(bpf_map__fd(global_map(skel, i)));
+	*sock_tags_fd = dup(bpf_map__fd(skel->maps.sock_tags));
+	*sock_stats_fd = dup(bpf_map__fd(skel->maps.sock_stats));
 	classifier_bpf__destroy(skel);
 	return 0;
-}
-
-int pins_reuse_global_maps(struct classifier_bpf *skel, const struct global_maps *m)
-{
-	for (int i = 0; i < PINS_GLOBAL_MAPS; i++)
-		if (bpf_map__reuse_fd(global_map(skel, i), m->fd[i]))
-			return -errno;
-	return 0;
-}
-
-void pins_close_global_maps(struct global_maps *m)
-{
-	close_all(m->fd);
 }

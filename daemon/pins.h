@@ -18,21 +18,10 @@ int pins_prepare(const char *root, char *err, size_t errlen);
  * concurrent mercuryd invocations. */
 int pins_lock(const char *root, char *err, size_t errlen);
 
-/* The maps every interface's classifier shares, pinned once under <root>. */
-enum { PIN_SOCK_TAGS, PIN_SOCK_STATS, PIN_JOB_CLOCK, PINS_GLOBAL_MAPS };
-struct global_maps {
-	int fd[PINS_GLOBAL_MAPS];
-};
-struct classifier_bpf;
-
 /* fds of the shared maps, created (by loading the classifier object, not attaching it) and
- * pinned if absent. Close with pins_close_global_maps(). */
-int pins_global_maps(const char *root, struct global_maps *m, char *err, size_t errlen);
-/* Makes an opened (not loaded) classifier use them; -errno. */
-int pins_reuse_global_maps(struct classifier_bpf *skel, const struct global_maps *m);
-void pins_close_global_maps(struct global_maps *m);
-/* Pin name of shared map i, NULL past the end. */
-const char *pins_global_name(int i);
+ * pinned if absent. Caller closes them. */
+int pins_global_maps(const char *root, int *sock_tags_fd, int *sock_stats_fd, char *err,
+		     size_t errlen);
 
 /* "<root>/<iface>/<name>" into buf. */
 int pins_path(char *buf, size_t len, const char *root, const char *iface, const char *name);

@@ -14,10 +14,6 @@
  *            iteration N - 2; iterations further ahead N - 1 (with untagged traffic).
  * Layers are grouped evenly by index (include/mercury_groups.h, shared with frameworks that
  * map layers to sockets): group = (layer - 1) * groups / n_layers.
- * Rule 1 is applied per packet: a tag carries its iteration and its level at every stage
- * (policy_stage_levels), and the classifier picks the stage from the job's clock (the
- * job_clock map, written on every iteration mark), so bytes tagged while their iteration was
- * ahead become current, without a map rewrite, once the older iteration ends.
  * Several jobs share the bands by layer rank; a job of weight w is shifted down by
  * floor(log2(w_max / w)) levels (w_max: the largest declared weight), so a job of half the
  * weight yields one band to the heavier job's equally ranked layers.
@@ -124,13 +120,21 @@ static unsigned log2_floor(uint32_t v)
 	return r;
 }
 
-/* Level of a layer (validated) of job j at a stage (0 current, 1 next, 2 further). */
-static unsigned level_at_stage(const struct policy *p, const struct policy_job *j, uint32_t layer,
-			       uint64_t stage)
+int policy_level(const struct policy *p, uint32_t job, uint32_t layer, uint32_t dir,
+		 uint64_t iteration, uint32_t *level)
 {
+	const struct policy_job *j = find(p, job);
 	unsigned nb = p->nbands, groups, lv;
 	uint32_t wmax = 1;
+	uint64_t stage;
 
+	(void)dir;
+	if (!j)
+		return -ESRCH;
+	if (layer == 0 || layer > j->n_layers)
+		return -ERANGE;
+	/* Without iteration marks every tag counts as the current iteration. */
+	stage = j->has_open && iteration > j->oldest_open ? iteration - j->oldest_open : 0;
 	groups = nb == 2 ? 1 : nb == 3 ? 2 : nb - 2;
 	if (stage == 0)
 		lv = mercury_layer_group(layer - 1, j->n_layers, groups);
@@ -142,47 +146,6 @@ static unsigned level_at_stage(const struct policy *p, const struct policy_job *
 		if (p->jobs[i].weight > wmax)
 			wmax = p->jobs[i].weight;
 	lv += log2_floor(wmax / j->weight);
-	return lv < nb ? lv : nb - 1;
-}
-
-int policy_level(const struct policy *p, uint32_t job, uint32_t layer, uint32_t dir,
-		 uint64_t iteration, uint32_t *level)
-{
-	const struct policy_job *j = find(p, job);
-	uint64_t stage;
-
-	(void)dir;
-	if (!j)
-		return -ESRCH;
-	if (layer == 0 || layer > j->n_layers)
-		return -ERANGE;
-	/* Without iteration marks every tag counts as the current iteration. */
-	stage = j->has_open && iteration > j->oldest_open ? iteration - j->oldest_open : 0;
-	*level = level_at_stage(p, j, layer, stage);
+	*level = lv < nb ? lv : nb - 1;
 	return 0;
-}
-
-int policy_stage_levels(const struct policy *p, uint32_t job, uint32_t layer, uint32_t dir,
-			uint8_t level[3])
-{
-	const struct policy_job *j = find(p, job);
-
-	(void)dir;
-	if (!j)
-		return -ESRCH;
-	if (layer == 0 || layer > j->n_layers)
-		return -ERANGE;
-	for (unsigned s = 0; s < 3; s++)
-		level[s] = (uint8_t)level_at_stage(p, j, layer, s);
-	return 0;
-}
-
-bool policy_oldest_open(const struct policy *p, uint32_t job, uint64_t *iteration)
-{
-	const struct policy_job *j = find(p, job);
-
-	if (!j || !j->has_open)
-		return false;
-	*iteration = j->oldest_open;
-	return true;
 }

@@ -33,11 +33,5 @@ int policy_iteration_end(struct policy *p, uint32_t job, uint64_t iteration);
  * and pull of a layer are equally urgent (immediate aggregation overlaps them). */
 int policy_level(const struct policy *p, uint32_t job, uint32_t layer, uint32_t dir,
 		 uint64_t iteration, uint32_t *level);
-/* The layer's level at each stage of its iteration (0: the oldest open one, 1: the next,
- * 2: further ahead), for the classifier to pick per packet. Same errors. */
-int policy_stage_levels(const struct policy *p, uint32_t job, uint32_t layer, uint32_t dir,
-			uint8_t level[3]);
-/* The job's oldest open iteration; false when no iteration is marked (or no such job). */
-bool policy_oldest_open(const struct policy *p, uint32_t job, uint64_t *iteration);
 
 #endif

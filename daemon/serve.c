@@ -292,7 +292,6 @@ int do_serve(const struct cli_ctx *ctx, int argc, char **argv)
 					     {NULL, 0, NULL, 0}};
 	const char *path = getenv("MERCURY_SOCKET"), *group = "mercury";
 	static struct service s; /* large: keep it off the stack */
-	struct global_maps shared = {{-1, -1, -1}};
 	char err[512];
 	sigset_t mask;
 	int c, r, ret = 1;
@@ -319,14 +318,10 @@ int do_serve(const struct cli_ctx *ctx, int argc, char **argv)
 	for (int i = 0; i < SERVE_MAX_CLIENTS; i++)
 		s.clients[i].fd = -1;
 	if (pins_prepare(ctx->pin_root, err, sizeof(err)) ||
-	    pins_global_maps(ctx->pin_root, &shared, err, sizeof(err))) {
+	    pins_global_maps(ctx->pin_root, &s.ev.tags_fd, &s.ev.stats_fd, err, sizeof(err))) {
 		cli_error(ctx, "serve: %s", err);
 		return 1;
 	}
-	s.ev.tags_fd = shared.fd[PIN_SOCK_TAGS];
-	s.ev.stats_fd = shared.fd[PIN_SOCK_STATS];
-	s.ev.clock_fd = shared.fd[PIN_JOB_CLOCK];
-	event_clocks_reset(&s.ev);
 	policy_init(&s.ev.policy, 8);
 	refresh_bands(&s);
 	sigemptyset(&mask);
@@ -360,6 +355,7 @@ out:
 		close(s.epoll_fd);
 	if (s.signal_fd >= 0)
 		close(s.signal_fd);
-	pins_close_global_maps(&shared);
+	close(s.ev.tags_fd);
+	close(s.ev.stats_fd);
 	return ret;
 }

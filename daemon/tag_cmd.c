@@ -83,21 +83,8 @@ static void print_tags(const struct cli_ctx *ctx, const struct tag_args *a, int 
 					       json_object_new_int64((int64_t)t->ranges[i].start));
 			json_object_object_add(r, "end",
 					       json_object_new_int64((int64_t)t->ranges[i].end));
-			const struct mercury_range *g = &t->ranges[i];
-
-			json_object_object_add(r, "level", json_object_new_int(g->level[0]));
-			if (g->job_slot != MERCURY_NO_JOB) { /* tagged by a framework: staged */
-				struct json_object *ls = json_object_new_array();
-
-				for (int st = 0; st < MERCURY_STAGES; st++)
-					json_object_array_add(ls,
-							      json_object_new_int(g->level[st]));
-				json_object_object_add(r, "levels_by_stage", ls);
-				json_object_object_add(r, "job_slot",
-						       json_object_new_int(g->job_slot));
-				json_object_object_add(r, "iteration",
-						       json_object_new_int64(g->iteration));
-			}
+			json_object_object_add(r, "level",
+					       json_object_new_int((int)t->ranges[i].level));
 			json_object_array_add(rs, r);
 		}
 		json_object_object_add(o, "ranges", rs);
@@ -108,17 +95,9 @@ static void print_tags(const struct cli_ctx *ctx, const struct tag_args *a, int 
 	printf("pid %ld fd %d (cookie %llu): next write at %llu, acked %llu, %u ranges\n", a->pid,
 	       a->fd, (unsigned long long)cookie, (unsigned long long)next,
 	       (unsigned long long)acked, t->count);
-	for (uint32_t i = 0; i < t->count && i < MERCURY_RANGES_PER_SOCK; i++) {
-		const struct mercury_range *g = &t->ranges[i];
-
-		printf("  [%llu, %llu) level %u", (unsigned long long)g->start,
-		       (unsigned long long)g->end, g->level[0]);
-		if (g->job_slot != MERCURY_NO_JOB)
-			printf(
-			    " (job slot %u, iteration %u: levels %u/%u/%u when current/next/later)",
-			    g->job_slot, g->iteration, g->level[0], g->level[1], g->level[2]);
-		printf("\n");
-	}
+	for (uint32_t i = 0; i < t->count && i < MERCURY_RANGES_PER_SOCK; i++)
+		printf("  [%llu, %llu) level %u\n", (unsigned long long)t->ranges[i].start,
+		       (unsigned long long)t->ranges[i].end, t->ranges[i].level);
 }
 
 int do_tag(const struct cli_ctx *ctx, int argc, char **argv)

@@ -1,6 +1,5 @@
 /* Tagged byte ranges per socket: the pure range table logic and its socket-local storage. */
 #include <errno.h>
-#include <stdbool.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
@@ -33,25 +32,13 @@ int tags_find(const struct mercury_sock_tags *tags, uint64_t offset)
 	return (int)lo - 1;
 }
 
-static bool same_levels(const struct mercury_range *a, const struct mercury_range *b)
-{
-	return a->job_slot == b->job_slot &&
-	       (a->job_slot == MERCURY_NO_JOB || a->iteration == b->iteration) &&
-	       !memcmp(a->level, b->level, sizeof(a->level));
-}
-
-int tags_insert_staged(struct mercury_sock_tags *tags, uint64_t start, uint64_t len,
-		       const struct mercury_range *value, uint64_t acked)
+int tags_insert(struct mercury_sock_tags *tags, uint64_t start, uint64_t len, uint32_t level,
+		uint64_t acked)
 {
 	struct mercury_range *last;
 	uint32_t drop = 0;
 
-	if (len == 0 || start + len < start)
-		return -EINVAL;
-	for (int s = 0; s < MERCURY_STAGES; s++)
-		if (value->level[s] >= MERCURY_MAX_LEVELS)
-			return -EINVAL;
-	if (value->job_slot != MERCURY_NO_JOB && value->job_slot >= MERCURY_MAX_JOBS)
+	if (len == 0 || start + len < start || level >= MERCURY_MAX_LEVELS)
 		return -EINVAL;
 	if (tags->count > MERCURY_RANGES_PER_SOCK)
 		return -EINVAL;
@@ -67,33 +54,16 @@ int tags_insert_staged(struct mercury_sock_tags *tags, uint64_t start, uint64_t 
 	last = tags->count ? &tags->ranges[tags->count - 1] : NULL;
 	if (last && start < last->end)
 		return -EINVAL; /* overlaps or precedes what is tagged: out of order */
-	if (last && last->end == start && same_levels(last, value)) {
+	if (last && last->end == start && last->level == level) {
 		last->end = start + len;
 	} else {
 		if (tags->count == MERCURY_RANGES_PER_SOCK)
 			return -ENOSPC;
-		last = &tags->ranges[tags->count++];
-		*last = *value;
-		last->start = start;
-		last->end = start + len;
+		tags->ranges[tags->count++] =
+		    (struct mercury_range){.start = start, .end = start + len, .level = level};
 	}
 	tags->generation++;
 	return 0;
-}
-
-struct mercury_range tag_fixed_level(uint32_t level)
-{
-	uint8_t l = level < MERCURY_MAX_LEVELS ? (uint8_t)level : 0xff;
-
-	return (struct mercury_range){.job_slot = MERCURY_NO_JOB, .level = {l, l, l}};
-}
-
-int tags_insert(struct mercury_sock_tags *tags, uint64_t start, uint64_t len, uint32_t level,
-		uint64_t acked)
-{
-	struct mercury_range v = tag_fixed_level(level);
-
-	return tags_insert_staged(tags, start, len, &v, acked);
 }
 
 static int bytes_acked(int fd, uint64_t *acked)

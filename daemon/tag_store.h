@@ -16,14 +16,6 @@
 int tags_insert(struct mercury_sock_tags *tags, uint64_t start, uint64_t len, uint32_t level,
 		uint64_t acked);
 
-/* The same with a staged value: value's iteration, job_slot and level[] (its start and end
- * are ignored). Adjacent ranges merge only when all of those agree. */
-int tags_insert_staged(struct mercury_sock_tags *tags, uint64_t start, uint64_t len,
-		       const struct mercury_range *value, uint64_t acked);
-
-/* A range value whose level never depends on an iteration (no job). */
-struct mercury_range tag_fixed_level(uint32_t level);
-
 /* Index of the range holding `offset`, or -1. Same search the classifier runs. */
 int tags_find(const struct mercury_sock_tags *tags, uint64_t offset);
 

@@ -11,7 +11,7 @@
 #include <linux/types.h>
 #endif
 
-#define MERCURY_LAYOUT_VERSION 3
+#define MERCURY_LAYOUT_VERSION 2
 
 /* Priority levels carried by tags: 0 is the most urgent. */
 #define MERCURY_MAX_LEVELS 16
@@ -34,38 +34,12 @@ static inline __u64 mercury_stream_offset(__u32 seq, __u32 snd_una, __u64 bytes_
 	return bytes_acked + (__u64)(__s64)(__s32)(seq - snd_una);
 }
 
-/* Jobs the data path ranks iterations for ("job_clock" entries); the daemon's job slots. */
-#define MERCURY_MAX_JOBS 64
-#define MERCURY_NO_JOB	 0xff /* a range whose level never depends on an iteration */
-
-/*
- * Stages of a tagged iteration against its job's oldest open one: 0 that one (or older),
- * 1 the next, 2 anything further ahead.
- */
-#define MERCURY_STAGES 3
-
-/*
- * [start, end) of a socket's send stream and its priority level per stage. The stage is
- * taken per packet, from the range's iteration and the job's clock, so bytes tagged while
- * their iteration was still ahead become current the moment the older one ends: levels are
- * not frozen at tagging time. Ranges without a job use level[0].
- */
+/* [start, end) of a socket's send stream, tagged with a priority level. */
 struct mercury_range {
 	__u64 start;
 	__u64 end;
-	__u32 iteration; /* low 32 bits of the tagged iteration */
-	__u8 job_slot;	 /* index into "job_clock", or MERCURY_NO_JOB */
-	__u8 level[MERCURY_STAGES];
-};
-
-/*
- * Value of the array "job_clock" (MERCURY_MAX_JOBS entries), written by mercuryd on every
- * iteration mark: the job's oldest iteration not yet ended. open == 0: no iteration marked,
- * every range of the job is at stage 0.
- */
-struct mercury_job_clock {
-	__u32 oldest_open; /* low 32 bits */
-	__u32 open;
+	__u32 level;
+	__u32 pad;
 };
 
 /*

@@ -280,56 +280,31 @@ static struct mercury_iface_cfg cfg16(void)
 	return c;
 }
 
-/* A range whose level does not depend on an iteration. */
-#define FIXED(s, e, l)                                                                             \
-	{                                                                                          \
-		.start = (s), .end = (e), .job_slot = MERCURY_NO_JOB, .level = {(l), (l), (l) }    \
-	}
-
 /* [1,1000) L0, [1000,2000) L2, gap, [3000,4000) L5, [4000,5000) L20 (not a valid level). */
 static const struct mercury_sock_tags tags_basic = {
     .count = 4,
-    .ranges = {FIXED(1, 1000, 0), FIXED(1000, 2000, 2), FIXED(3000, 4000, 5),
-	       FIXED(4000, 5000, 20)},
+    .ranges = {{1, 1000, 0, 0}, {1000, 2000, 2, 0}, {3000, 4000, 5, 0}, {4000, 5000, 20, 0}},
 };
 
 /* Beyond 4 GiB: [5G, 5G+4096) L0, [5G+4096, 5G+1M) L2. */
 static const struct mercury_sock_tags tags_wrap = {
     .count = 2,
-    .ranges = {FIXED(5 * GiB, 5 * GiB + 4096, 0), FIXED(5 * GiB + 4096, 5 * GiB + (1 << 20), 2)},
+    .ranges = {{5 * GiB, 5 * GiB + 4096, 0, 0}, {5 * GiB + 4096, 5 * GiB + (1 << 20), 2, 0}},
 };
 
 /* count 1: the entry after it must not be searched. */
 static const struct mercury_sock_tags tags_stale = {
     .count = 1,
-    .ranges = {FIXED(1, 1000, 0), FIXED(1000, 2000, 2)},
+    .ranges = {{1, 1000, 0, 0}, {1000, 2000, 2, 0}},
 };
 
-static const struct mercury_sock_tags tags_empty = {.count = 0, .ranges = {FIXED(1, 1000, 0)}};
+static const struct mercury_sock_tags tags_empty = {.count = 0, .ranges = {{1, 1000, 0, 0}}};
 
 /* A corrupt count must not make the search read beyond the table. */
 static const struct mercury_sock_tags tags_bad_count = {
     .count = 0xffffffffu,
-    .ranges = {FIXED(1, 1000, 0)},
+    .ranges = {{1, 1000, 0, 0}},
 };
-
-/* Staged: [1,1000) of job slot 3's iteration 10 at levels 1 / 6 / 7 when current / next /
- * later; [1000,2000) of iteration 0 (just past a 32-bit wrap of the clock); [2000,3000)
- * fixed at level 4 even though slot 3 ranks. */
-#define STAGED_SLOT 3
-static const struct mercury_sock_tags tags_staged = {
-    .count = 3,
-    .ranges =
-	{{.start = 1, .end = 1000, .iteration = 10, .job_slot = STAGED_SLOT, .level = {1, 6, 7}},
-	 {.start = 1000, .end = 2000, .iteration = 0, .job_slot = STAGED_SLOT, .level = {1, 6, 7}},
-	 FIXED(2000, 3000, 4)},
-};
-static const struct mercury_job_clock clock_closed = {0, 0};
-static const struct mercury_job_clock clock_at_8 = {8, 1};
-static const struct mercury_job_clock clock_at_9 = {9, 1};
-static const struct mercury_job_clock clock_at_10 = {10, 1};
-static const struct mercury_job_clock clock_at_12 = {12, 1};
-static const struct mercury_job_clock clock_before_wrap = {0xffffffffu, 1};
 
 /* ---- the table ------------------------------------------------------------------------- */
 
@@ -723,7 +698,7 @@ static void check_counter_deltas(const char *name, const char *what,
 	}
 }
 
-static void run_row(const struct row *row, const struct mercury_job_clock *clock)
+static void run_row(const struct row *row)
 {
 	struct classifier_test_bpf *skel = fx.skel;
 	struct mercury_iface_cfg cfg = row->cfg();
@@ -741,13 +716,8 @@ static void run_row(const struct row *row, const struct mercury_job_clock *clock
 	uint32_t zero = 0, want_prio;
 	struct run_result r;
 
-	uint32_t slot = STAGED_SLOT;
-
 	set_elem(skel->maps.cfg, &cfg);
 	set_elem(skel->maps.test_view, &view);
-	assert_int_equal(bpf_map_update_elem(bpf_map__fd(skel->maps.job_clock), &slot,
-					     clock ? clock : &clock_closed, BPF_ANY),
-			 0);
 	if (row->sock.tags)
 		set_elem(skel->maps.test_tags, row->sock.tags);
 	read_stats(skel->maps.stats, &before);
@@ -787,74 +757,12 @@ static void run_row(const struct row *row, const struct mercury_job_clock *clock
 	}
 }
 
-/* The stage of a staged range comes from its job's clock, per packet. */
-struct staged_row {
-	struct row row;
-	const struct mercury_job_clock *clock; /* job_clock[STAGED_SLOT] */
-};
-
-static const struct staged_row staged_rows[] = {
-    {{"staged, clock closed: current level",
-      {TCP4(500)},
-      SOCK_BASIC(&tags_staged),
-      cfg16,
-      MERCURY_OUT_TAGGED,
-      1},
-     &clock_closed},
-    {{"staged, its iteration is the oldest open",
-      {TCP4(500)},
-      SOCK_BASIC(&tags_staged),
-      cfg16,
-      MERCURY_OUT_TAGGED,
-      1},
-     &clock_at_10},
-    {{"staged, one iteration ahead",
-      {TCP4(500)},
-      SOCK_BASIC(&tags_staged),
-      cfg16,
-      MERCURY_OUT_TAGGED,
-      6},
-     &clock_at_9},
-    {{"staged, two ahead", {TCP4(500)}, SOCK_BASIC(&tags_staged), cfg16, MERCURY_OUT_TAGGED, 7},
-     &clock_at_8},
-    {{"staged, older than the oldest open: current",
-      {TCP4(500)},
-      SOCK_BASIC(&tags_staged),
-      cfg16,
-      MERCURY_OUT_TAGGED,
-      1},
-     &clock_at_12},
-    {{"staged, one ahead across the 32-bit wrap",
-      {TCP4(1500)},
-      SOCK_BASIC(&tags_staged),
-      cfg16,
-      MERCURY_OUT_TAGGED,
-      6},
-     &clock_before_wrap},
-    {{"fixed range ignores the clock",
-      {TCP4(2500)},
-      SOCK_BASIC(&tags_staged),
-      cfg16,
-      MERCURY_OUT_TAGGED,
-      4},
-     &clock_at_8},
-};
-
 static void test_table(void **state)
 {
 	(void)state;
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
 		print_message("[ ROW      ] %s\n", rows[i].name);
-		run_row(&rows[i], NULL);
-	}
-}
-
-static void test_staged_table(void **state)
-{
-	(void)state;
-	for (size_t i = 0; i < sizeof(staged_rows) / sizeof(staged_rows[0]); i++) {
-		print_message("[ ROW      ] %s\n", staged_rows[i].row.name);
-		run_row(&staged_rows[i].row, staged_rows[i].clock);
+		run_row(&rows[i]);
 	}
 }
 
@@ -868,9 +776,7 @@ static void test_full_table_every_range(void **state)
 	for (unsigned int i = 0; i < MERCURY_RANGES_PER_SOCK; i++) {
 		tags32.ranges[i].start = base + i * 1000ull;
 		tags32.ranges[i].end = base + i * 1000ull + 600;
-		tags32.ranges[i].job_slot = MERCURY_NO_JOB;
-		for (int st = 0; st < MERCURY_STAGES; st++)
-			tags32.ranges[i].level[st] = i % MERCURY_MAX_LEVELS;
+		tags32.ranges[i].level = i % MERCURY_MAX_LEVELS;
 	}
 	for (unsigned int i = 0; i < MERCURY_RANGES_PER_SOCK; i++) {
 		const uint64_t probes[3] = {tags32.ranges[i].start, tags32.ranges[i].end - 1,
@@ -895,7 +801,7 @@ static void test_full_table_every_range(void **state)
 				 p == 0	  ? "start"
 				 : p == 1 ? "last byte"
 					  : "end");
-			run_row(&row, NULL);
+			run_row(&row);
 		}
 	}
 	/* A corrupt count searches the 32 entries there are, no more. */
@@ -912,7 +818,7 @@ static void test_full_table_every_range(void **state)
 		    .band = (int)(i % MERCURY_MAX_LEVELS),
 		};
 
-		run_row(&row, NULL);
+		run_row(&row);
 	}
 }
 
@@ -1043,7 +949,7 @@ static void test_production_real_socket(void **state)
 	enum { TAGGED_BYTES = 200000, UNTAGGED_BYTES = 100000 };
 	DECLARE_LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = 1, .attach_point = BPF_TC_EGRESS);
 	DECLARE_LIBBPF_OPTS(bpf_tc_opts, tc, .handle = 1, .priority = 1);
-	struct mercury_sock_tags tags = {.count = 1, .ranges = {FIXED(1, 1 + TAGGED_BYTES, 2)}};
+	struct mercury_sock_tags tags = {.count = 1, .ranges = {{1, 1 + TAGGED_BYTES, 2, 0}}};
 	struct mercury_iface_cfg cfg = cfg3();
 	struct mercury_stats s0, s1, s2;
 	struct mercury_sock_stats ss;
@@ -1128,7 +1034,6 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_table),
-	    cmocka_unit_test(test_staged_table),
 	    cmocka_unit_test(test_full_table_every_range),
 	    cmocka_unit_test(test_production_program),
 	    cmocka_unit_test(test_production_real_socket),

@@ -25,7 +25,6 @@
 
 static char pin_root[64];
 static struct event_state ev;
-static struct global_maps shared = {{-1, -1, -1}};
 static int tcp_fd = -1, peer_fd = -1;
 static const struct ucred root_cred = {.pid = 1, .uid = 0, .gid = 0};
 static const struct ucred user_cred = {.pid = 2, .uid = 4242, .gid = 4242};
@@ -75,9 +74,8 @@ static int iteration(const struct ucred *cred, uint16_t type, uint32_t job, uint
 }
 
 /* Tags n tensors of `len` bytes with the given layers on fd, from offset. */
-static int tag_at(const struct ucred *cred, int fd, uint32_t job, uint64_t offset,
-		  const uint32_t *layers, unsigned n, uint64_t len, uint64_t iter,
-		  struct mw_reply *reply)
+static int tag(const struct ucred *cred, int fd, uint32_t job, uint64_t offset,
+	       const uint32_t *layers, unsigned n, uint64_t len, struct mw_reply *reply)
 {
 	struct tag_frame f;
 	size_t size = sizeof(struct mw_tag) + n * sizeof(struct mw_tensor);
@@ -89,23 +87,8 @@ static int tag_at(const struct ucred *cred, int fd, uint32_t job, uint64_t offse
 	f.tag.count = n;
 	f.tag.offset = offset;
 	for (unsigned i = 0; i < n; i++)
-		f.t[i] =
-		    (struct mw_tensor){.len = len, .layer = layers[i], .dir = 0, .iteration = iter};
+		f.t[i] = (struct mw_tensor){.len = len, .layer = layers[i], .dir = 0};
 	return handle(cred, &mask, &f, size, fd, reply);
-}
-
-static int tag(const struct ucred *cred, int fd, uint32_t job, uint64_t offset,
-	       const uint32_t *layers, unsigned n, uint64_t len, struct mw_reply *reply)
-{
-	return tag_at(cred, fd, job, offset, layers, n, len, 0, reply);
-}
-
-static struct mercury_job_clock map_clock(uint32_t slot)
-{
-	struct mercury_job_clock c = {0};
-
-	assert_int_equal(bpf_map_lookup_elem(ev.clock_fd, &slot, &c), 0);
-	return c;
 }
 
 static struct mercury_sock_tags map_tags(int fd)
@@ -130,16 +113,13 @@ static int setup(void **state)
 	}
 	snprintf(pin_root, sizeof(pin_root), "/sys/fs/bpf/mqev%d", (int)getpid());
 	memset(&ev, 0, sizeof(ev));
-	ev.tags_fd = ev.stats_fd = ev.clock_fd = -1;
+	ev.tags_fd = ev.stats_fd = -1;
 	if (pins_prepare(pin_root, err, sizeof(err)) ||
-	    pins_global_maps(pin_root, &shared, err, sizeof(err))) {
+	    pins_global_maps(pin_root, &ev.tags_fd, &ev.stats_fd, err, sizeof(err))) {
 		fprintf(stderr, "test_event_service: %s; skipping\n", err);
+		ev.tags_fd = -1;
 		return 0;
 	}
-	ev.tags_fd = shared.fd[PIN_SOCK_TAGS];
-	ev.stats_fd = shared.fd[PIN_SOCK_STATS];
-	ev.clock_fd = shared.fd[PIN_JOB_CLOCK];
-	event_clocks_reset(&ev);
 	policy_init(&ev.policy, 8);
 	lfd = socket(AF_INET, SOCK_STREAM, 0);
 	assert_true(lfd >= 0);
@@ -164,11 +144,12 @@ static int teardown(void **state)
 	if (peer_fd >= 0)
 		close(peer_fd);
 	if (ev.tags_fd >= 0) {
-		pins_close_global_maps(&shared);
-		for (int i = 0; pins_global_name(i); i++) {
-			snprintf(path, sizeof(path), "%s/%s", pin_root, pins_global_name(i));
-			unlink(path);
-		}
+		close(ev.tags_fd);
+		close(ev.stats_fd);
+		snprintf(path, sizeof(path), "%s/sock_tags", pin_root);
+		unlink(path);
+		snprintf(path, sizeof(path), "%s/sock_stats", pin_root);
+		unlink(path);
 		rmdir(pin_root);
 	}
 	return 0;
@@ -199,7 +180,7 @@ static void test_tags_reach_the_map(void **state)
 	assert_int_equal(t.count, 1);
 	assert_int_equal(t.ranges[0].start, next);
 	assert_int_equal(t.ranges[0].end, next + 1000);
-	assert_int_equal(t.ranges[0].level[0], 0); /* layer 1: band 0 */
+	assert_int_equal(t.ranges[0].level, 0); /* layer 1: band 0 */
 	assert_int_equal(t.owner, root_cred.uid + 1);
 	/* Nothing written yet: the next tag continues where the last one ended (tag ahead). */
 	assert_int_equal(tag(&root_cred, tcp_fd, 1, MW_OFFSET_NEXT, &l8, 1, 500, &r), 0);
@@ -210,56 +191,13 @@ static void test_tags_reach_the_map(void **state)
 	assert_int_equal(r.end, next + 1700);
 	t = map_tags(tcp_fd);
 	assert_int_equal(t.count, 4);
-	assert_int_equal(t.ranges[1].level[0], 5); /* layer 8 of 8: last of 6 groups */
-	assert_int_equal(t.ranges[2].level[0], 0); /* layer 2 of 8 */
-	assert_int_equal(t.ranges[3].level[0], 4); /* layer 7 of 8: (7 - 1) * 6 / 8 */
+	assert_int_equal(t.ranges[1].level, 5); /* layer 8 of 8: last of 6 groups */
+	assert_int_equal(t.ranges[2].level, 0); /* layer 2 of 8 */
+	assert_int_equal(t.ranges[3].level, 4); /* layer 7 of 8: (7 - 1) * 6 / 8 */
 	/* Explicit offsets after the last range: accepted, with a gap. */
 	assert_int_equal(tag(&root_cred, tcp_fd, 1, next + 5000, &l1, 1, 10, &r), 0);
 	assert_int_equal(r.start, next + 5000);
 	assert_int_equal(map_tags(tcp_fd).count, 5);
-}
-
-/* Tags carry their iteration and a level per stage; iteration marks move the job's clock in
- * the map, so the classifier re-ranks queued bytes the moment an older iteration ends. */
-static void test_iterations_ranked_by_the_clock(void **state)
-{
-	uint32_t l1 = 1, l8 = 8;
-	struct mercury_sock_tags t;
-	struct mercury_job_clock c;
-	struct mw_reply r;
-	uint64_t mask = 0;
-	uint32_t slot, n0;
-
-	(void)state;
-	NEED_MAPS();
-	assert_int_equal(declare(&root_cred, &mask, 9, 8, 1), 0);
-	slot = (uint32_t)__builtin_ctzll(mask);
-	assert_int_equal(map_clock(slot).open, 0); /* no iteration marked yet */
-	assert_int_equal(iteration(&root_cred, MW_ITER_BEGIN, 9, 41), 0);
-	c = map_clock(slot);
-	assert_int_equal(c.open, 1);
-	assert_int_equal(c.oldest_open, 41);
-	n0 = map_tags(tcp_fd).count; /* earlier tests' ranges stay on the socket */
-	/* Layer 1 of iteration 42 while 41 is open: current level 0, next 6, later 7. */
-	assert_int_equal(tag_at(&root_cred, tcp_fd, 9, MW_OFFSET_NEXT, &l1, 1, 100, 42, &r), 0);
-	assert_int_equal(tag_at(&root_cred, tcp_fd, 9, MW_OFFSET_NEXT, &l8, 1, 100, 42, &r), 0);
-	t = map_tags(tcp_fd);
-	assert_int_equal(t.count, n0 + 2);
-	assert_int_equal(t.ranges[n0].job_slot, slot);
-	assert_int_equal(t.ranges[n0].iteration, 42);
-	assert_int_equal(t.ranges[n0].level[0], 0);
-	assert_int_equal(t.ranges[n0].level[1], 6);
-	assert_int_equal(t.ranges[n0].level[2], 7);
-	assert_int_equal(t.ranges[n0 + 1].level[0], 5); /* layer 8 of 8 */
-	assert_int_equal(t.ranges[n0 + 1].level[1], 6);
-	/* 41 ends: 42 is the oldest open one, its ranges are current without a rewrite. */
-	assert_int_equal(iteration(&root_cred, MW_ITER_BEGIN, 9, 42), 0);
-	assert_int_equal(iteration(&root_cred, MW_ITER_END, 9, 41), 0);
-	assert_int_equal(map_clock(slot).oldest_open, 42);
-	assert_int_equal(map_tags(tcp_fd).generation, t.generation);
-	/* The job's last client goes: its clock is cleared (ranges left fall back to level 0). */
-	event_client_gone(&ev, mask);
-	assert_int_equal(map_clock(slot).open, 0);
 }
 
 static void test_refusals_each_own_code(void **state)
@@ -356,7 +294,6 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_tags_reach_the_map),
-	    cmocka_unit_test(test_iterations_ranked_by_the_clock),
 	    cmocka_unit_test(test_refusals_each_own_code),
 	    cmocka_unit_test(test_users_are_separate),
 	    cmocka_unit_test(test_stats_reply),

@@ -58,29 +58,6 @@ static void test_levels_follow_the_shared_group_rule(void **state)
 	}
 }
 
-/* The per-stage levels the classifier picks from are the levels the policy gives the same
- * tag once its iteration is that far ahead. */
-static void test_stage_levels_match_the_policy(void **state)
-{
-	(void)state;
-	for (unsigned nb = 2; nb <= 8; nb++) {
-		struct policy p;
-		uint8_t lv[3];
-
-		policy_init(&p, nb);
-		assert_int_equal(policy_declare(&p, 1, 20, 4), 0);
-		assert_int_equal(policy_declare(&p, 2, 20, 1), 0); /* lighter: shifted down */
-		assert_int_equal(policy_iteration_begin(&p, 2, 10), 0);
-		for (uint32_t l = 1; l <= 20; l++) {
-			assert_int_equal(policy_stage_levels(&p, 2, l, 0, lv), 0);
-			for (unsigned st = 0; st < 3; st++)
-				assert_int_equal(lv[st], level_of(&p, 2, l, 10 + st));
-		}
-		assert_int_equal(policy_stage_levels(&p, 3, 1, 0, lv), -ESRCH);
-		assert_int_equal(policy_stage_levels(&p, 2, 21, 0, lv), -ERANGE);
-	}
-}
-
 static void test_older_iteration_first(void **state)
 {
 	struct policy p;
@@ -282,7 +259,6 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_eight_bands_layer_order),
 	    cmocka_unit_test(test_levels_follow_the_shared_group_rule),
-	    cmocka_unit_test(test_stage_levels_match_the_policy),
 	    cmocka_unit_test(test_older_iteration_first),
 	    cmocka_unit_test(test_three_bands),
 	    cmocka_unit_test(test_two_and_four_bands),
