@@ -36,6 +36,7 @@ static void try_end(struct ps_node *n, int i, uint64_t iter)
 	n->drained[i] = false;
 	n->iterations_ended++;
 	ps_tag_iteration(n, iter, false);
+	ps_record(n, 'e', -1, iter, ps_now(), ps_now());
 	pthread_cond_broadcast(&n->cv);
 }
 

@@ -73,7 +73,7 @@ void ps_record(struct ps_node *n, char kind, int layer, uint64_t iter, double t0
 {
 	if (!n->cfg.timeline)
 		return;
-	bool lock = kind != 'l'; /* pull records are made with n->mu already held */
+	bool lock = kind != 'l' && kind != 'e'; /* pull and iteration-end records: n->mu held */
 	if (lock)
 		pthread_mutex_lock(&n->mu);
 	if (n->nev == n->capev) {
@@ -438,7 +438,7 @@ static void write_timeline(struct ps_node *n, double t0)
 		return;
 	}
 	fprintf(f, "# node\titer\tkind\tlayer\tt0\tt1 (s since start; f=forward b=backward "
-		   "p=push written l=pull received)\n");
+		   "p=push written l=pull received e=iteration ended for the tags)\n");
 	for (int i = 0; i < n->nev; i++)
 		fprintf(f, "%d\t%llu\t%c\t%d\t%.6f\t%.6f\n", n->cfg.rank,
 			(unsigned long long)n->ev[i].iter, n->ev[i].kind, n->ev[i].layer,

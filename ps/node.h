@@ -79,7 +79,8 @@ struct ps_part { /* partition mode: one pending partition push */
 struct ps_event {
 	uint64_t iter;
 	int layer;
-	char kind; /* 'f' forward, 'b' backward, 'p' push write, 'l' pull receive */
+	char kind; /* 'f' forward, 'b' backward, 'p' push write, 'l' pull receive, 'e' iteration end
+		    */
 	double t0, t1;
 };
 
