@@ -135,7 +135,7 @@ int policy_level(const struct policy *p, uint32_t job, uint32_t layer, uint32_t 
 		return -ERANGE;
 	/* Without iteration marks every tag counts as the current iteration. */
 	stage = j->has_open && iteration > j->oldest_open ? iteration - j->oldest_open : 0;
-	groups = nb == 2 ? 1 : nb == 3 ? 2 : nb - 2;
+	groups = mercury_current_groups(nb);
 	if (stage == 0)
 		lv = mercury_layer_group(layer - 1, j->n_layers, groups);
 	else if (nb >= 4 && stage == 1)

@@ -21,4 +21,12 @@ static inline unsigned mercury_layer_group(uint32_t layer0, uint32_t n_layers, u
 	return (unsigned)((uint64_t)layer0 * groups / n_layers);
 }
 
+/* Groups the current iteration's layers get with nbands bands (daemon/policy.c): one band
+ * with 2 (the other is the next iteration's), front and back half with 3, and N - 2 with
+ * N >= 4 (the last two are the next iteration's and those further ahead). */
+static inline unsigned mercury_current_groups(unsigned nbands)
+{
+	return nbands <= 2 ? 1 : nbands == 3 ? 2 : nbands - 2;
+}
+
 #endif

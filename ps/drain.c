@@ -93,15 +93,8 @@ static void *drainer(void *arg)
 			if (n->drain_armed[i] && !n->drained[i])
 				armed = i;
 		if (armed < 0) {
-			struct timespec dl;
-
-			clock_gettime(CLOCK_REALTIME, &dl);
-			dl.tv_nsec += 100000000L; /* re-check closing every 0.1 s */
-			if (dl.tv_nsec >= 1000000000L) {
-				dl.tv_sec++;
-				dl.tv_nsec -= 1000000000L;
-			}
-			pthread_cond_timedwait(&n->drain_cv, &n->mu, &dl);
+			/* Woken by arming, or by ps_drain_stop() (closing is set by then). */
+			pthread_cond_wait(&n->drain_cv, &n->mu);
 			continue;
 		}
 		/* The targets of an armed slot do not change until it ends (n->mu not needed). */

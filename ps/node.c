@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "node.h"
+#include "mercury_groups.h"
 
 double ps_now(void)
 {
@@ -491,7 +492,7 @@ int ps_node_run(const struct ps_config *cfg, const struct ps_profile *prof, stru
 	if (!n->conn_of)
 		r = -ENOMEM;
 	else if (n->K > 1) {
-		int b = cfg->tag_levels, groups = b <= 2 ? 1 : b == 3 ? 2 : b - 2;
+		int groups = (int)mercury_current_groups((unsigned)cfg->tag_levels);
 		n->K = ps_map_connections(n->L, n->K, groups, n->conn_of);
 	}
 	for (int i = 0; !r && i < n->pl.nslices; i++)

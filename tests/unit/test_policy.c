@@ -44,7 +44,7 @@ static void test_levels_follow_the_shared_group_rule(void **state)
 {
 	(void)state;
 	for (unsigned nb = 2; nb <= 8; nb++) {
-		unsigned groups = nb == 2 ? 1 : nb == 3 ? 2 : nb - 2;
+		unsigned groups = mercury_current_groups(nb);
 
 		for (uint32_t n = 1; n <= 200; n++) {
 			struct policy p;
