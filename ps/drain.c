@@ -7,12 +7,10 @@
  * (seen on AlexNet: fc8 pulls to one node starved ~1 s behind other nodes' fc6 pushes).
  *
  * When the last pull of an iteration is written, the byte count written on every server
- * connection is noted; a drainer thread polls SIOCOUTQ (bytes not yet acknowledged) until
- * each connection's acknowledged count reaches it.
+ * connection is noted; a drainer thread polls the kernel's count of acknowledged bytes
+ * (ps/tcp_acked.c) until each connection's reaches it.
  */
 #include <errno.h>
-#include <linux/sockios.h>
-#include <sys/ioctl.h>
 #include <time.h>
 
 #include "node.h"
@@ -61,11 +59,11 @@ void ps_iteration_side_done(struct ps_node *n, uint64_t iter, bool worker_side)
 /* Bytes the peer has acknowledged, or UINT64_MAX once the socket is unusable. */
 static uint64_t acked(struct ps_conn *c)
 {
-	int outq = 0;
+	uint64_t n;
 
-	if (ioctl(c->fd, SIOCOUTQ, &outq) < 0)
+	if (ps_tcp_bytes_acked(c->fd, &n))
 		return UINT64_MAX;
-	return atomic_load(&c->written) - (uint64_t)outq;
+	return n - c->acked_base;
 }
 
 static bool slot_drained(struct ps_node *n, int i)

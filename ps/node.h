@@ -50,6 +50,7 @@ struct ps_conn {
 	void *tag;		      /* libmercury registration (mercury mode) */
 	bool got_bye;		      /* server side: the worker closes this one on purpose */
 	atomic_uint_fast64_t written; /* bytes written into the socket so far */
+	uint64_t acked_base;	      /* the kernel's acknowledged count before any write */
 };
 
 struct ps_pending {
@@ -155,6 +156,8 @@ int ps_worker_main(struct ps_node *n, struct ps_result *res);
  * (and, with the drainer running, once every pull of it is acknowledged). */
 void ps_iteration_side_done(struct ps_node *n, uint64_t iter, bool worker_side);
 int ps_drain_start(struct ps_node *n);
+/* The kernel's count of bytes the peer acknowledged (ps/tcp_acked.c); negative errno. */
+int ps_tcp_bytes_acked(int fd, uint64_t *acked);
 void ps_drain_stop(struct ps_node *n); /* after n->closing is set */
 
 /* Tagging (tag.c; a stub in the unit tests). */
