@@ -202,7 +202,10 @@ static int conn_start(struct ps_conn *c)
 	return 0;
 }
 
-static void conn_free(struct ps_conn *c)
+/* Ends a connection's threads; its memory stays, as other connections' threads may still
+ * hand it messages until they are stopped too (a server's receiver enqueues pulls on every
+ * worker's connection). */
+static void conn_stop(struct ps_conn *c)
 {
 	if (!c)
 		return;
@@ -211,7 +214,15 @@ static void conn_free(struct ps_conn *c)
 	if (c->threads) {
 		pthread_join(c->rx, NULL);
 		pthread_join(c->tx, NULL);
+		c->threads = false;
 	}
+}
+
+/* After conn_stop() on every connection of the node. */
+static void conn_free(struct ps_conn *c)
+{
+	if (!c)
+		return;
 	if (c->node->cfg.mode == PS_MERCURY)
 		ps_tag_unregister(c);
 	close(c->fd);
@@ -553,6 +564,11 @@ out:
 	if (n->acceptor_started)
 		pthread_join(n->acceptor, NULL);
 	ps_drain_stop(n);
+	for (int p = 0; p < PS_MAX_NODES; p++)
+		for (int k = 0; k < PS_MAX_CONNS; k++) {
+			conn_stop(n->wconn[p][k]);
+			conn_stop(n->sconn[p][k]);
+		}
 	for (int p = 0; p < PS_MAX_NODES; p++)
 		for (int k = 0; k < PS_MAX_CONNS; k++) {
 			conn_free(n->wconn[p][k]);
