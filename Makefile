@@ -162,6 +162,6 @@ demo-cluster: $(BUILD)/mercury-ps $(BUILD)/mercuryd
 # The PS unit tests compile ps/*.c in; rebuild them when those change.
 $(BUILD)/tests/test_ps_aggregation $(BUILD)/tests/test_ps_placement: $(wildcard ps/*.c ps/*.h)
 # ... except tcp_acked.c, whose <linux/tcp.h> cannot share their translation unit.
-$(BUILD)/tests/test_ps_aggregation: $(BUILD)/ps/tcp_acked.o
+$(BUILD)/tests/test_ps_aggregation $(BUILD)/tests/test_tcp_acked: $(BUILD)/ps/tcp_acked.o
 # test_client compiles the client library in.
 $(BUILD)/tests/test_client: $(wildcard lib/*.c lib/*.h)
