@@ -38,6 +38,7 @@
 
 #include "mercury_abi.h"
 #include "../../bpf/classify.h"
+#include "../tcp_pair.h"
 #include "classifier.skel.h"
 #include "classifier_test.skel.h"
 
@@ -889,26 +890,6 @@ static void loopback_up(void)
 	ifr.ifr_flags |= IFF_UP;
 	assert_int_equal(ioctl(fd, SIOCSIFFLAGS, &ifr), 0);
 	close(fd);
-}
-
-/* A connected TCP pair over 127.0.0.1; *client is the actively opened end. */
-static void tcp_pair(int *client, int *server)
-{
-	struct sockaddr_in addr = {.sin_family = AF_INET,
-				   .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	socklen_t alen = sizeof(addr);
-	int lfd = socket(AF_INET, SOCK_STREAM, 0);
-
-	assert_true(lfd >= 0);
-	assert_int_equal(bind(lfd, (struct sockaddr *)&addr, sizeof(addr)), 0);
-	assert_int_equal(getsockname(lfd, (struct sockaddr *)&addr, &alen), 0);
-	assert_int_equal(listen(lfd, 1), 0);
-	*client = socket(AF_INET, SOCK_STREAM, 0);
-	assert_true(*client >= 0);
-	assert_int_equal(connect(*client, (struct sockaddr *)&addr, sizeof(addr)), 0);
-	*server = accept(lfd, NULL, NULL);
-	assert_true(*server >= 0);
-	close(lfd);
 }
 
 /* Sends n bytes on fd and reads them all on peer, so every segment has left; 10 s at most. */

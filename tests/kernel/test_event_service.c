@@ -20,6 +20,7 @@
 #include <cmocka.h>
 
 #include "event_service.h"
+#include "../tcp_pair.h"
 #include "pins.h"
 #include "tag_store.h"
 
@@ -101,10 +102,7 @@ static struct mercury_sock_tags map_tags(int fd)
 
 static int setup(void **state)
 {
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	socklen_t len = sizeof(a);
 	char err[256];
-	int lfd;
 
 	(void)state;
 	if (geteuid() != 0) {
@@ -121,16 +119,7 @@ static int setup(void **state)
 		return 0;
 	}
 	policy_init(&ev.policy, 8);
-	lfd = socket(AF_INET, SOCK_STREAM, 0);
-	assert_true(lfd >= 0);
-	assert_int_equal(bind(lfd, (struct sockaddr *)&a, sizeof(a)), 0);
-	assert_int_equal(listen(lfd, 4), 0);
-	assert_int_equal(getsockname(lfd, (struct sockaddr *)&a, &len), 0);
-	tcp_fd = socket(AF_INET, SOCK_STREAM, 0);
-	assert_int_equal(connect(tcp_fd, (struct sockaddr *)&a, sizeof(a)), 0);
-	peer_fd = accept(lfd, NULL, NULL);
-	assert_true(peer_fd >= 0);
-	close(lfd);
+	tcp_pair(&tcp_fd, &peer_fd);
 	return 0;
 }
 

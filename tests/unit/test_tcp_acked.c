@@ -16,24 +16,7 @@
 #include <unistd.h>
 
 #include "../../ps/node.h"
-
-/* A connected loopback pair: *a the client end, *b the accepted end. */
-static void tcp_pair(int *a, int *b)
-{
-	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	socklen_t len = sizeof(sa);
-	int l = socket(AF_INET, SOCK_STREAM, 0);
-
-	assert_true(l >= 0);
-	assert_int_equal(bind(l, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	assert_int_equal(listen(l, 1), 0);
-	assert_int_equal(getsockname(l, (struct sockaddr *)&sa, &len), 0);
-	*a = socket(AF_INET, SOCK_STREAM, 0);
-	assert_int_equal(connect(*a, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	*b = accept(l, NULL, NULL);
-	assert_true(*b >= 0);
-	close(l);
-}
+#include "../tcp_pair.h"
 
 static void read_exactly(int fd, size_t n)
 {
