@@ -66,15 +66,20 @@ static uint64_t acked(struct ps_conn *c)
 	return n - c->acked_base;
 }
 
-static bool slot_drained(struct ps_node *n, int i)
+/* Whether every server connection from *next on (flattened worker x connection index) has
+ * its target acknowledged; on false, *next is the first that has not. The count only grows,
+ * so a caller polling one slot can resume there instead of re-reading every socket. */
+static bool slot_drained_from(struct ps_node *n, int i, int *next)
 {
-	for (int w = 0; w < n->cfg.nodes; w++)
-		for (int k = 0; k < n->K; k++) {
-			struct ps_conn *c = n->sconn[w][k];
+	for (int j = *next; j < n->cfg.nodes * n->K; j++) {
+		int w = j / n->K, k = j % n->K;
+		struct ps_conn *c = n->sconn[w][k];
 
-			if (c && acked(c) < n->drain_target[i][w][k])
-				return false;
+		if (c && acked(c) < n->drain_target[i][w][k]) {
+			*next = j;
+			return false;
 		}
+	}
 	return true;
 }
 
@@ -82,6 +87,7 @@ static void *drainer(void *arg)
 {
 	struct ps_node *n = arg;
 	const struct timespec pause = {0, DRAIN_POLL_NS};
+	int polled = -1, next = 0; /* the slot being polled and where its check resumes */
 
 	pthread_mutex_lock(&n->mu);
 	while (!atomic_load(&n->closing)) {
@@ -95,13 +101,18 @@ static void *drainer(void *arg)
 			pthread_cond_wait(&n->drain_cv, &n->mu);
 			continue;
 		}
+		if (armed != polled) {
+			polled = armed;
+			next = 0;
+		}
 		/* The targets of an armed slot do not change until it ends (n->mu not needed). */
 		pthread_mutex_unlock(&n->mu);
-		bool done = slot_drained(n, armed);
+		bool done = slot_drained_from(n, armed, &next);
 		if (!done)
 			nanosleep(&pause, NULL);
 		pthread_mutex_lock(&n->mu);
 		if (done) {
+			polled = -1; /* a slot is re-armed for a later iteration: start over then */
 			n->drained[armed] = true;
 			try_end(n, armed, n->drain_iter[armed]);
 		}

@@ -43,8 +43,9 @@ void ps_tag_iteration(struct ps_node *n, uint64_t iter, bool begin)
 {
 	if (begin)
 		return;
-	bool delivered = !n->drainer_started || slot_drained(n, (int)(iter % PS_ITER_SLOTS));
-	int r = n->cfg.rank;
+	int r = n->cfg.rank, from = 0;
+	bool delivered =
+	    !n->drainer_started || slot_drained_from(n, (int)(iter % PS_ITER_SLOTS), &from);
 
 	pthread_mutex_lock(&marks.mu);
 	marks.out_of_order += marks.ends[r] > 0 && iter != marks.last[r] + 1;
