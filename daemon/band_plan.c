@@ -12,14 +12,14 @@ struct backend_info {
 	unsigned max_bands;
 };
 
-/* htb has 8 prios (TC_HTB_NUMPRIO): more leaves could not be strictly ordered. mqprio reads
- * 16 priority values and keeps 0 for the default band, leaving 15 for bands. */
+/* htb has 8 prios (TC_HTB_NUMPRIO); one nested htb adds 7 more bands. mqprio reads 16
+ * priority values and keeps 0 for the default band, leaving 15 for bands. */
 static const struct backend_info backends[MERCURY_BACKEND_MAX] = {
     [MERCURY_BACKEND_NONE] = {"auto", 0, 0, 0},
     [MERCURY_BACKEND_MQPRIO] = {"mqprio", 8, 2, MERCURY_MQPRIO_MAX_BANDS},
     [MERCURY_BACKEND_PRIO] = {"prio", 8, 2, 16},
     [MERCURY_BACKEND_ETS] = {"ets", 8, 2, 16},
-    [MERCURY_BACKEND_HTB] = {"htb", 8, 2, 8},
+    [MERCURY_BACKEND_HTB] = {"htb", 8, 2, MERCURY_HTB_MAX_BANDS},
     [MERCURY_BACKEND_TBF] = {"tbf", MERCURY_TBF_BANDS, MERCURY_TBF_BANDS, MERCURY_TBF_BANDS},
 };
 
@@ -81,7 +81,44 @@ unsigned band_plan_fit_bands(enum mercury_backend b, unsigned nbands, unsigned n
 	return nbands;
 }
 
-static uint32_t band_priority(enum mercury_backend b, uint32_t major, unsigned band)
+struct htb_layout htb_layout(unsigned nbands, unsigned default_band)
+{
+	struct htb_layout lo = {.root_leaves = nbands, .host = 0, .nested = 0};
+
+	if (nbands > MERCURY_HTB_PRIOS) {
+		lo.root_leaves = MERCURY_HTB_PRIOS;
+		lo.nested = nbands - (MERCURY_HTB_PRIOS - 1);
+		lo.host =
+		    default_band < MERCURY_HTB_PRIOS - 1 ? default_band : MERCURY_HTB_PRIOS - 1;
+		lo.root_default = lo.host;
+		lo.nested_default = default_band - lo.host;
+	} else {
+		lo.root_default = default_band;
+	}
+	return lo;
+}
+
+unsigned htb_band_prio(const struct htb_layout *lo, unsigned band, bool *nested)
+{
+	*nested = lo->nested && band >= lo->host && band < lo->host + lo->nested;
+	if (*nested)
+		return band - lo->host;
+	if (lo->nested && band >= lo->host + lo->nested)
+		return band - lo->nested + 1; /* after the host's prio */
+	return band;
+}
+
+static uint32_t htb_priority(uint32_t major, unsigned nbands, unsigned default_band, unsigned band)
+{
+	struct htb_layout lo = htb_layout(nbands, default_band);
+	bool nested;
+	unsigned prio = htb_band_prio(&lo, band, &nested);
+
+	return (nested ? major + (1u << 16) : major) | (MERCURY_HTB_LEAF_MINOR0 + prio);
+}
+
+static uint32_t band_priority(enum mercury_backend b, uint32_t major, unsigned nbands,
+			      unsigned default_band, unsigned band)
 {
 	switch (b) {
 	case MERCURY_BACKEND_MQPRIO:
@@ -90,7 +127,7 @@ static uint32_t band_priority(enum mercury_backend b, uint32_t major, unsigned b
 	case MERCURY_BACKEND_ETS:
 		return major | (band + 1);
 	case MERCURY_BACKEND_HTB:
-		return major | (MERCURY_HTB_LEAF_MINOR0 + band);
+		return htb_priority(major, nbands, default_band, band);
 	case MERCURY_BACKEND_TBF:
 		return pfifo_fast_priority[band];
 	default:
@@ -127,6 +164,12 @@ int band_plan(enum mercury_backend b, unsigned nbands, unsigned default_band, ui
 			 "qdisc handle 0x%08x must be a major number (M:0), not ffff:", major);
 		return -EINVAL;
 	}
+	if (major == 0xfffe0000u && b == MERCURY_BACKEND_HTB && nbands > MERCURY_HTB_PRIOS) {
+		snprintf(err, errlen,
+			 "qdisc handle fffe: leaves no major (fffe + 1) for the "
+			 "nested htb of more than 8 bands");
+		return -EINVAL;
+	}
 
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->nbands = nbands;
@@ -134,6 +177,6 @@ int band_plan(enum mercury_backend b, unsigned nbands, unsigned default_band, ui
 	for (unsigned l = 0; l < MERCURY_MAX_LEVELS; l++)
 		cfg->band_of_level[l] = l < nbands ? l : nbands - 1;
 	for (unsigned band = 0; band < nbands; band++)
-		cfg->skb_priority[band] = band_priority(b, major, band);
+		cfg->skb_priority[band] = band_priority(b, major, nbands, default_band, band);
 	return 0;
 }

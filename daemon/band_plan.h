@@ -5,8 +5,15 @@
  *
  * Handle scheme (all backends): the root qdisc is MERCURY_QDISC_HANDLE (0x4d45:, "ME")
  * unless the caller picks another major. Below it:
- *   htb    class M:1 (rate = ceil = R), leaf classes M:(0x10 + band), htb prio = band;
- *          skb->priority = M:(0x10 + band) selects the leaf directly.
+ *   htb    class M:1 (rate = ceil = R), leaf classes M:(0x10 + prio), htb prio 0..7;
+ *          skb->priority = M:(0x10 + prio) selects the leaf directly. HTB has 8 prios, so
+ *          above 8 bands one root leaf (the "host", see htb_layout()) holds a second htb,
+ *          (M + 1):, with the remaining bands as its own prios: strict priority composes,
+ *          the host is served only when no more urgent root leaf has packets. A packet
+ *          whose priority names a nested leaf, (M + 1):(0x10 + prio), is unknown to the
+ *          root and takes the root's default class, so the host is the leaf that holds
+ *          the default band: the nested htb then finds the leaf itself, and untagged
+ *          traffic takes its default. 8 + 7 = 15 bands at most.
  *   prio,  band b is class M:(b + 1); both qdiscs take skb->priority = M:(b + 1) as "band b"
  *   ets    when its major equals their handle; every other priority goes through the priomap,
  *          which sends all 16 values to the default band.
@@ -19,6 +26,7 @@
 #ifndef MERCURY_BAND_PLAN_H
 #define MERCURY_BAND_PLAN_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -27,11 +35,29 @@
 #define MERCURY_QDISC_HANDLE	 0x4d450000u /* 'M' 'E' :0 */
 #define MERCURY_HTB_PARENT_MINOR 0x1u
 #define MERCURY_HTB_LEAF_MINOR0	 0x10u /* leaf of band b is minor 0x10 + b */
+#define MERCURY_HTB_PRIOS	 8u    /* TC_HTB_NUMPRIO */
+#define MERCURY_HTB_MAX_BANDS	 15u   /* 7 root leaves + a nested htb of 8 */
 #define MERCURY_TBF_BANDS	 3u
 #define MERCURY_MQPRIO_MAX_BANDS 15u
 
 /* "mqprio", "prio", "ets", "htb", "tbf"; "auto" for MERCURY_BACKEND_NONE; NULL if out of range. */
 const char *backend_name(enum mercury_backend b);
+
+/* Shape of an htb tree of nbands bands (pure arithmetic, shared with qdisc_htb.c). */
+struct htb_layout {
+	unsigned root_leaves;	 /* leaves of the root htb: min(nbands, 8) */
+	unsigned host;		 /* root prio whose leaf holds the nested htb (nested > 0) */
+	unsigned nested;	 /* bands in the nested htb: 0 up to 8 bands, else nbands - 7 */
+	unsigned root_default;	 /* prio of the root's default leaf (the host when nested) */
+	unsigned nested_default; /* prio of the nested htb's default leaf */
+};
+
+/* Bands [host, host + nested) are nested; host = min(default_band, 7), so the default band
+ * is always one of them. Call with 2 <= nbands <= 15 and default_band < nbands. */
+struct htb_layout htb_layout(unsigned nbands, unsigned default_band);
+
+/* Where band b sits: *nested says whether in the nested htb; returns its htb prio there. */
+unsigned htb_band_prio(const struct htb_layout *lo, unsigned band, bool *nested);
 
 /* Parses a --qdisc value; "auto" gives MERCURY_BACKEND_NONE. 0, or -EINVAL if unknown. */
 int backend_from_name(const char *s, enum mercury_backend *out);
@@ -39,7 +65,7 @@ int backend_from_name(const char *s, enum mercury_backend *out);
 /* Band count used when the user gives none (tbf: 3, the pfifo_fast bands); 0 for NONE. */
 unsigned backend_default_bands(enum mercury_backend b);
 
-/* Smallest and largest band counts the backend can build (htb: 8, its number of prios). */
+/* Smallest and largest band counts the backend can build (htb: 15, nested, see above). */
 unsigned backend_min_bands(enum mercury_backend b);
 unsigned backend_max_bands(enum mercury_backend b);
 

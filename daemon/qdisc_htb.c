@@ -3,6 +3,10 @@
  *   M: htb, default -> leaf of the default band
  *   M:1 rate = ceil = R (the bottleneck)
  *   M:(0x10 + b) rate r, ceil R, prio b, each with a pfifo child
+ * Above 8 bands (HTB's prio count) the leaf of root prio `host` holds a second htb instead of
+ * a pfifo, (M + 1):, whose classes mirror the root's: (M + 1):1 and leaves (M + 1):(0x10 + p)
+ * for the nested bands (band_plan.h, htb_layout()). The nested parent runs at 2 R so that
+ * only the root shapes: a nested htb that throttled itself would stall its host leaf.
  * HTB lends the parent's spare rate to the smallest prio value first, so band 0 gets all of R it
  * can use and lower bands only their small guaranteed r; r is kept tiny so that the sum of
  * guarantees stays well under R. Each leaf gets an explicit pfifo (limit txqueuelen, 1000
@@ -105,13 +109,63 @@ static int add_leaf_fifo(struct qdisc_ctx *c, uint32_t parent, const char *what)
 	return rc;
 }
 
+static int add_htb_qdisc(struct qdisc_ctx *c, uint32_t parent, uint32_t major, uint32_t defcls,
+			 const char *what)
+{
+	struct rtnl_qdisc *q = rtnl_qdisc_alloc();
+	int rc;
+
+	if (!q)
+		return -ENOMEM;
+	rtnl_tc_set_parent(TC_CAST(q), parent);
+	rtnl_tc_set_handle(TC_CAST(q), major);
+	rc = rtnl_tc_set_kind(TC_CAST(q), "htb");
+	if (rc == 0)
+		rc = rtnl_htb_set_defcls(q, defcls); /* a minor */
+	if (rc < 0) {
+		snprintf(c->err, c->errlen, "%s: libnl: %s", what, nl_geterror(rc));
+		rtnl_qdisc_put(q);
+		return -EINVAL;
+	}
+	rc = qdisc_add(
+	    c, q, parent == TC_H_ROOT ? NLM_F_CREATE | NLM_F_REPLACE : NLM_F_CREATE | NLM_F_EXCL,
+	    what, NULL, NULL);
+	rtnl_qdisc_put(q);
+	return rc;
+}
+
+/* One htb level: parent class M:1 at `rate`, leaves M:(0x10 + p) for p < leaves, each with a
+ * pfifo except the one of prio `host` when `nest` (the caller fills that one). */
+static int add_htb_level(struct qdisc_ctx *c, uint32_t major, uint64_t rate, uint64_t ceil,
+			 uint64_t leaf_rate, unsigned leaves, int host)
+{
+	uint32_t parent_cls = major | MERCURY_HTB_PARENT_MINOR;
+	char what[64];
+	int rc;
+
+	snprintf(what, sizeof(what), "creating htb parent class %x:1", major >> 16);
+	rc = add_htb_class(c, major, parent_cls, rate, ceil, -1, what);
+	for (unsigned p = 0; rc == 0 && p < leaves; p++) {
+		uint32_t leaf = major | (MERCURY_HTB_LEAF_MINOR0 + p);
+
+		snprintf(what, sizeof(what), "creating htb leaf class %x:%x", major >> 16,
+			 leaf & 0xffffu);
+		rc = add_htb_class(c, parent_cls, leaf, leaf_rate, ceil, (int)p, what);
+		if (rc == 0 && (int)p != host) {
+			snprintf(what, sizeof(what), "creating pfifo under %x:%x", major >> 16,
+				 leaf & 0xffffu);
+			rc = add_leaf_fifo(c, leaf, what);
+		}
+	}
+	return rc;
+}
+
 int qdisc_htb_create(struct qdisc_ctx *c, const struct qdisc_spec *s)
 {
-	uint32_t major = s->handle;
-	uint32_t parent_cls = major | MERCURY_HTB_PARENT_MINOR;
+	uint32_t major = s->handle, nested_major = s->handle + (1u << 16);
+	struct htb_layout lo = htb_layout(s->nbands, s->default_band);
 	uint64_t rate = s->rate_bps, leaf_rate;
-	struct rtnl_qdisc *q;
-	char what[64];
+	int host = lo.nested ? (int)lo.host : -1;
 	int rc;
 
 	if (!rate) {
@@ -130,37 +184,18 @@ int qdisc_htb_create(struct qdisc_ctx *c, const struct qdisc_spec *s)
 	if (leaf_rate > HTB_LEAF_RATE_MAX)
 		leaf_rate = HTB_LEAF_RATE_MAX;
 
-	q = rtnl_qdisc_alloc();
-	if (!q)
-		return -ENOMEM;
-	rtnl_tc_set_parent(TC_CAST(q), TC_H_ROOT);
-	rtnl_tc_set_handle(TC_CAST(q), major);
-	rc = rtnl_tc_set_kind(TC_CAST(q), "htb");
+	rc = add_htb_qdisc(c, TC_H_ROOT, major, MERCURY_HTB_LEAF_MINOR0 + lo.root_default,
+			   "creating root qdisc htb");
 	if (rc == 0)
-		rc =
-		    rtnl_htb_set_defcls(q, MERCURY_HTB_LEAF_MINOR0 + s->default_band); /* a minor */
-	if (rc < 0) {
-		snprintf(c->err, c->errlen, "htb root: libnl: %s", nl_geterror(rc));
-		rtnl_qdisc_put(q);
-		return -EINVAL;
-	}
-	rc = qdisc_add(c, q, NLM_F_CREATE | NLM_F_REPLACE, "creating root qdisc htb", NULL, NULL);
-	rtnl_qdisc_put(q);
-	if (rc < 0)
-		return rc;
+		rc = add_htb_level(c, major, rate, rate, leaf_rate, lo.root_leaves, host);
+	if (rc == 0 && host >= 0) {
+		uint64_t fast = rate > UINT64_MAX / 2 ? rate : 2 * rate;
 
-	rc = add_htb_class(c, major, parent_cls, rate, rate, -1, "creating htb parent class");
-	for (unsigned b = 0; rc == 0 && b < s->nbands; b++) {
-		uint32_t leaf = major | (MERCURY_HTB_LEAF_MINOR0 + b);
-
-		snprintf(what, sizeof(what), "creating htb leaf class %x:%x", major >> 16,
-			 leaf & 0xffffu);
-		rc = add_htb_class(c, parent_cls, leaf, leaf_rate, rate, (int)b, what);
-		if (rc == 0) {
-			snprintf(what, sizeof(what), "creating pfifo under %x:%x", major >> 16,
-				 leaf & 0xffffu);
-			rc = add_leaf_fifo(c, leaf, what);
-		}
+		rc = add_htb_qdisc(c, major | (MERCURY_HTB_LEAF_MINOR0 + lo.host), nested_major,
+				   MERCURY_HTB_LEAF_MINOR0 + lo.nested_default,
+				   "creating nested htb");
+		if (rc == 0)
+			rc = add_htb_level(c, nested_major, fast, fast, leaf_rate, lo.nested, -1);
 	}
 	return rc;
 }

@@ -57,7 +57,7 @@ static void test_band_counts(void **state)
 	assert_int_equal(backend_default_bands(MERCURY_BACKEND_TBF), 3);
 	assert_int_equal(backend_min_bands(MERCURY_BACKEND_TBF), 3);
 	assert_int_equal(backend_max_bands(MERCURY_BACKEND_TBF), 3);
-	assert_int_equal(backend_max_bands(MERCURY_BACKEND_HTB), 8); /* TC_HTB_NUMPRIO */
+	assert_int_equal(backend_max_bands(MERCURY_BACKEND_HTB), 15); /* 8 prios + 7 nested */
 	assert_int_equal(backend_max_bands(MERCURY_BACKEND_PRIO), 16);
 	assert_int_equal(backend_max_bands(MERCURY_BACKEND_ETS), 16);
 	assert_int_equal(backend_max_bands(MERCURY_BACKEND_MQPRIO),
@@ -162,6 +162,70 @@ static void test_htb_table(void **state)
 	}
 }
 
+/*
+ * What the kernel does with skb->priority p in the htb tree of `lo` (root M:, nested htb
+ * (M + 1): under the host leaf): the root takes the leaf M:p names, else its default; the
+ * host's nested htb likewise. Returns the packet's rank: root prio * 8 + nested prio.
+ */
+static unsigned kernel_htb_rank(const struct htb_layout *lo, uint32_t p)
+{
+	const uint32_t root = MERCURY_QDISC_HANDLE, nested = MERCURY_QDISC_HANDLE + 0x10000;
+	unsigned rprio = lo->root_default, nprio = lo->nested_default;
+
+	if ((p & 0xffff0000u) == root && (p & 0xffff) >= MERCURY_HTB_LEAF_MINOR0 &&
+	    (p & 0xffff) < MERCURY_HTB_LEAF_MINOR0 + lo->root_leaves)
+		rprio = (p & 0xffff) - MERCURY_HTB_LEAF_MINOR0;
+	if (!lo->nested || rprio != lo->host)
+		return rprio * 8;
+	if ((p & 0xffff0000u) == nested && (p & 0xffff) >= MERCURY_HTB_LEAF_MINOR0 &&
+	    (p & 0xffff) < MERCURY_HTB_LEAF_MINOR0 + lo->nested)
+		nprio = (p & 0xffff) - MERCURY_HTB_LEAF_MINOR0;
+	return rprio * 8 + nprio;
+}
+
+/* Above 8 bands: every band lands where the kernel serves it strictly after the band
+ * before it, and untagged traffic (priority 0) in the default band, for every default. */
+static void test_htb_nested_table(void **state)
+{
+	struct mercury_iface_cfg cfg;
+	char err[256];
+
+	(void)state;
+	for (unsigned n = 2; n <= MERCURY_HTB_MAX_BANDS; n++) {
+		for (unsigned d = 0; d < n; d++) {
+			struct htb_layout lo = htb_layout(n, d);
+			unsigned prev = 0;
+
+			assert_int_equal(
+			    band_plan(MERCURY_BACKEND_HTB, n, d, 0, &cfg, err, sizeof(err)), 0);
+			check_common(&cfg, n, d);
+			assert_int_equal(lo.root_leaves + (lo.nested ? lo.nested - 1 : 0), n);
+			assert_true(lo.root_leaves <= MERCURY_HTB_PRIOS && lo.nested <= 8);
+			for (unsigned b = 0; b < n; b++) {
+				unsigned r = kernel_htb_rank(&lo, cfg.skb_priority[b]);
+
+				if (b > 0)
+					assert_true(r > prev);
+				prev = r;
+				if (b == d)
+					assert_int_equal(r, kernel_htb_rank(&lo, 0));
+			}
+		}
+	}
+	/* 15 bands, untagged in band 0: bands 0..7 nested under root prio 0 */
+	assert_int_equal(band_plan(MERCURY_BACKEND_HTB, 15, 0, 0, &cfg, err, sizeof(err)), 0);
+	assert_int_equal(cfg.skb_priority[0], 0x4d460010);
+	assert_int_equal(cfg.skb_priority[7], 0x4d460017);
+	assert_int_equal(cfg.skb_priority[8], 0x4d450011);
+	assert_int_equal(cfg.skb_priority[14], 0x4d450017);
+	/* the nested htb needs a major after the root's */
+	assert_int_equal(band_plan(MERCURY_BACKEND_HTB, 9, 0, 0xfffe0000, &cfg, err, sizeof(err)),
+			 -EINVAL);
+	assert_non_null(strstr(err, "nested"));
+	assert_int_equal(band_plan(MERCURY_BACKEND_HTB, 8, 0, 0xfffe0000, &cfg, err, sizeof(err)),
+			 0);
+}
+
 /* tbf: pfifo_fast's kernel prio2band must put skb_priority[b] into band b. */
 static void test_tbf_table(void **state)
 {
@@ -223,8 +287,8 @@ int main(void)
 	    cmocka_unit_test(test_names_round_trip), cmocka_unit_test(test_name_parsing),
 	    cmocka_unit_test(test_band_counts),	     cmocka_unit_test(test_limits_rejected),
 	    cmocka_unit_test(test_prio_ets_tables),  cmocka_unit_test(test_htb_table),
-	    cmocka_unit_test(test_tbf_table),	     cmocka_unit_test(test_mqprio_table),
-	    cmocka_unit_test(test_level_clamp),
+	    cmocka_unit_test(test_htb_nested_table), cmocka_unit_test(test_tbf_table),
+	    cmocka_unit_test(test_mqprio_table),     cmocka_unit_test(test_level_clamp),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
