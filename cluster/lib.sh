@@ -20,6 +20,8 @@ CL_RUN=/run/$CL_PFX
 # Unprivileged-netns choices are limited to net.ipv4.tcp_allowed_congestion_control (here
 # reno, bbr); reno is the loss-based one, the closest to the cubic of the paper era.
 CL_CC=${CL_CC:-reno}
+# Bands of the mercuryd htb tree (2..15; above 8 one leaf nests a second htb).
+CL_BANDS=${CL_BANDS:-8}
 CL_NODES=0
 CL_SHAPER=tc
 CL_PIDS=()
@@ -84,7 +86,7 @@ shaper_attach() {
 		# One pin root per node: every node's interface is called e0, and with a shared
 		# pin root attach on node 1.. would find node 0's pins and leave e0 unshaped.
 		cl_in "$i" "$MERCURYD" --pin-root "$CL_PIN/n$i" attach e0 --qdisc htb \
-			--rate "${rate}mbit" --default-band 0 >/dev/null || {
+			--bands "$CL_BANDS" --rate "${rate}mbit" --default-band 0 >/dev/null || {
 			echo "cluster: mercuryd attach failed on node $i" >&2
 			return 1
 		}
@@ -157,6 +159,7 @@ run_ps() {
 	tmp=$(mktemp -d)
 	local extra=()
 	if [ "$mode" = mercury ] && [ "$CL_SHAPER" = tc ]; then extra+=(--sock-prio 0x4d450010); fi
+	if [ "$mode" = mercury ] && [ "$CL_SHAPER" = mercuryd ]; then extra+=(--bands "$CL_BANDS"); fi
 	for ((i = 0; i < CL_NODES; i++)); do counters "$i" >"$tmp/c0.$i"; done
 	cpu0=$(cpu_busy_jiffies)
 	t0=$(date +%s.%N)

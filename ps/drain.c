@@ -46,7 +46,7 @@ void ps_iteration_side_done(struct ps_node *n, uint64_t iter, bool worker_side)
 		n->worker_pulled[i] = true;
 	else if (++n->pulls_written[i] == n->pulls_owed && n->drainer_started) {
 		for (int w = 0; w < n->cfg.nodes; w++)
-			for (int k = 0; k < n->K; k++)
+			for (int k = 0; k < n->C; k++)
 				n->drain_target[i][w][k] =
 				    n->sconn[w][k] ? atomic_load(&n->sconn[w][k]->written) : 0;
 		n->drain_iter[i] = iter;
@@ -71,8 +71,8 @@ static uint64_t acked(struct ps_conn *c)
  * so a caller polling one slot can resume there instead of re-reading every socket. */
 static bool slot_drained_from(struct ps_node *n, int i, int *next)
 {
-	for (int j = *next; j < n->cfg.nodes * n->K; j++) {
-		int w = j / n->K, k = j % n->K;
+	for (int j = *next; j < n->cfg.nodes * n->C; j++) {
+		int w = j / n->C, k = j % n->C;
 		struct ps_conn *c = n->sconn[w][k];
 
 		if (c && acked(c) < n->drain_target[i][w][k]) {

@@ -14,6 +14,7 @@
 #include <sys/resource.h>
 
 #include "ps.h"
+#include "mercury_abi.h"
 
 /* Bytes of payload per byte on the wire: 1448 of every 1514 for MTU 1500 with timestamps. */
 #define PS_WIRE_EFFICIENCY (1448.0 / 1514.0)
@@ -29,6 +30,8 @@ static void usage(FILE *f)
 	    "Options:\n"
 	    "  --port P          server port (default 9555; local: P, P+1, ...)\n"
 	    "  --conns K         connections per worker-server pair, mercury mode (16)\n"
+	    "  --bands N         bands of mercuryd's interfaces (`attach --bands`, 8): sockets\n"
+	    "                    follow its N - 2 layer groups, mercury mode\n"
 	    "  --chunk N         aggregation chunk, parameters (65536)\n"
 	    "  --part N          partition size, parameters (1000000)\n"
 	    "  --credit N        partition credit, parameters in flight (4000000)\n"
@@ -171,19 +174,15 @@ static int run_ideal(const struct ps_config *c, const struct ps_profile *p, doub
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-	    {"profile", 1, 0, 'p'},   {"mode", 1, 0, 'm'},
-	    {"nodes", 1, 0, 'n'},     {"rank", 1, 0, 'r'},
-	    {"hosts", 1, 0, 'H'},     {"port", 1, 0, 'P'},
-	    {"conns", 1, 0, 'k'},     {"chunk", 1, 0, 'c'},
-	    {"part", 1, 0, 'x'},      {"credit", 1, 0, 'C'},
-	    {"bound", 1, 0, 'b'},     {"split-all", 0, 0, 'a'},
-	    {"shrink", 1, 0, 's'},    {"time-scale", 1, 0, 't'},
-	    {"iters", 1, 0, 'i'},     {"warmup", 1, 0, 'w'},
-	    {"verify", 0, 0, 'v'},    {"timeout", 1, 0, 'T'},
-	    {"timeline", 1, 0, 'l'},  {"rate", 1, 0, 'R'},
-	    {"slow-rank", 1, 0, 'S'}, {"slow-s", 1, 0, 'D'},
-	    {"die-rank", 1, 0, 'X'},  {"sock-prio", 1, 0, 'Q'},
-	    {"help", 0, 0, 'h'},      {0, 0, 0, 0},
+	    {"profile", 1, 0, 'p'},  {"mode", 1, 0, 'm'},	{"nodes", 1, 0, 'n'},
+	    {"rank", 1, 0, 'r'},     {"hosts", 1, 0, 'H'},	{"port", 1, 0, 'P'},
+	    {"conns", 1, 0, 'k'},    {"chunk", 1, 0, 'c'},	{"part", 1, 0, 'x'},
+	    {"credit", 1, 0, 'C'},   {"bound", 1, 0, 'b'},	{"split-all", 0, 0, 'a'},
+	    {"shrink", 1, 0, 's'},   {"time-scale", 1, 0, 't'}, {"iters", 1, 0, 'i'},
+	    {"warmup", 1, 0, 'w'},   {"verify", 0, 0, 'v'},	{"timeout", 1, 0, 'T'},
+	    {"timeline", 1, 0, 'l'}, {"rate", 1, 0, 'R'},	{"slow-rank", 1, 0, 'S'},
+	    {"slow-s", 1, 0, 'D'},   {"die-rank", 1, 0, 'X'},	{"sock-prio", 1, 0, 'Q'},
+	    {"bands", 1, 0, 'B'},    {"help", 0, 0, 'h'},	{0, 0, 0, 0},
 	};
 	struct ps_config c;
 	struct ps_profile prof;
@@ -227,6 +226,14 @@ int main(int argc, char **argv)
 			break;
 		case 'k':
 			c.conns = atoi(optarg);
+			break;
+		case 'B':
+			c.tag_levels = atoi(optarg);
+			if (c.tag_levels < 2 || c.tag_levels > MERCURY_MAX_LEVELS) {
+				fprintf(stderr, "mercury-ps: --bands '%s': give 2 to %d\n", optarg,
+					MERCURY_MAX_LEVELS);
+				return 2;
+			}
 			break;
 		case 'c':
 			c.chunk = strtoull(optarg, NULL, 0);

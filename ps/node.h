@@ -35,6 +35,9 @@ void ps_sendq_close(struct ps_sendq *q);
 
 struct ps_node;
 
+/* Sockets of one worker-server pair: --conns for pushes and as many for pulls (mercury). */
+#define PS_MAX_PAIR_CONNS (2 * PS_MAX_CONNS)
+
 #define PS_ITER_SLOTS 4 /* iterations a node can have open at once, at most */
 
 struct ps_conn {
@@ -89,20 +92,21 @@ struct ps_node {
 	struct ps_config cfg;
 	const struct ps_profile *prof;
 	struct ps_placement pl;
-	int L, K;     /* layers, connections per pair */
-	int *conn_of; /* layer -> connection index */
+	int L, K;     /* layers, connections per pair and direction */
+	int C;	      /* connections per pair: K, or 2 K in mercury mode (pulls on their own) */
+	int *conn_of; /* layer -> connection index, 0 .. K - 1 */
 	uint64_t *orig, *len;
 
 	/* server side */
 	int listen_fd;
-	struct ps_conn *sconn[PS_MAX_NODES][PS_MAX_CONNS];
+	struct ps_conn *sconn[PS_MAX_NODES][PS_MAX_PAIR_CONNS];
 	struct ps_sslice *ss; /* indexed by slice; only own slices allocated */
 	int byes;	      /* goodbyes received, one per connection */
 	pthread_t acceptor;
 	bool acceptor_started;
 
 	/* worker side */
-	struct ps_conn *wconn[PS_MAX_NODES][PS_MAX_CONNS];
+	struct ps_conn *wconn[PS_MAX_NODES][PS_MAX_PAIR_CONNS];
 	pthread_mutex_t mu; /* worker state, byes, readies, events */
 	pthread_cond_t cv;
 	uint64_t *pulled;     /* per layer: params of the current pull received */
@@ -123,7 +127,7 @@ struct ps_node {
 	uint64_t pulls_owed; /* own slices x workers */
 	bool drain_armed[PS_ITER_SLOTS], drained[PS_ITER_SLOTS];
 	uint64_t drain_iter[PS_ITER_SLOTS];
-	uint64_t drain_target[PS_ITER_SLOTS][PS_MAX_NODES][PS_MAX_CONNS]; /* bytes written */
+	uint64_t drain_target[PS_ITER_SLOTS][PS_MAX_NODES][PS_MAX_PAIR_CONNS]; /* bytes written */
 	pthread_t drainer;
 	pthread_cond_t drain_cv;
 	bool drainer_started;
@@ -144,7 +148,7 @@ struct ps_node {
 double ps_now(void);
 void ps_fail(struct ps_node *n, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void ps_record(struct ps_node *n, char kind, int layer, uint64_t iter, double t0, double t1);
-int ps_conn_of_layer(const struct ps_node *n, int layer);
+int ps_conn_of_layer(const struct ps_node *n, int layer, enum ps_dir dir);
 int ps_enqueue(struct ps_conn *c, uint16_t type, int slice, uint64_t iter, uint64_t off,
 	       uint64_t len, const void *data, uint64_t key);
 

@@ -24,7 +24,7 @@
 static void aggregate(struct ps_node *n, struct ps_sslice *s, uint64_t from, uint64_t to)
 {
 	int N = n->cfg.nodes, layer = s->sl->layer, slice = (int)(s->sl - n->pl.slices);
-	int k = ps_conn_of_layer(n, layer);
+	int k = ps_conn_of_layer(n, layer, PS_DIR_PULL);
 	uint64_t iter = s->cur_iter;
 
 	for (uint64_t j = from; j < to; j++) {

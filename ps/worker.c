@@ -119,8 +119,8 @@ static void push_layer(struct ps_node *n, int layer, uint64_t iter)
 			continue;
 		}
 		uint64_t key = n->cfg.mode == PS_MERCURY ? prio_key(iter, layer) : 0;
-		ps_enqueue(n->wconn[sl->server][ps_conn_of_layer(n, layer)], PS_MSG_PUSH, i, iter,
-			   0, sl->len, grad_of(n, layer) + sl->off, key);
+		ps_enqueue(n->wconn[sl->server][ps_conn_of_layer(n, layer, PS_DIR_PUSH)],
+			   PS_MSG_PUSH, i, iter, 0, sl->len, grad_of(n, layer) + sl->off, key);
 	}
 }
 
@@ -296,7 +296,7 @@ static bool all_ended(struct ps_node *n, long total)
 static bool all_byes(struct ps_node *n, long arg)
 {
 	(void)arg;
-	int all = n->cfg.nodes * n->K;
+	int all = n->cfg.nodes * n->C;
 
 	return n->byes >= all && n->byes_sent >= all;
 }
@@ -306,7 +306,7 @@ static void die_now(struct ps_node *n)
 {
 	atomic_store(&n->closing, true);
 	for (int s = 0; s < n->cfg.nodes; s++)
-		for (int k = 0; k < n->K; k++) {
+		for (int k = 0; k < n->C; k++) {
 			if (n->wconn[s][k])
 				shutdown(n->wconn[s][k]->fd, SHUT_RDWR);
 			if (n->sconn[s][k])
@@ -378,7 +378,7 @@ int ps_worker_main(struct ps_node *n, struct ps_result *res)
 	if (r)
 		return r;
 	for (int s = 0; s < n->cfg.nodes; s++)
-		for (int k = 0; k < n->K; k++)
+		for (int k = 0; k < n->C; k++)
 			ps_enqueue(n->wconn[s][k], PS_MSG_BYE, -1, 0, 0, 0, NULL, UINT64_MAX);
 	pthread_mutex_lock(&n->mu);
 	r = wait_for(n, all_byes, 0, "every worker's goodbye");
