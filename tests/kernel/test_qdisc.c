@@ -249,6 +249,44 @@ static void test_htb_install_remove(void **state)
 	assert_non_null(strstr(err, "left alone"));
 }
 
+/* 15 bands, untagged in band 9: root prios 0..6 hold bands 0..6, the leaf of prio 7 a nested
+ * htb (4d46:) with bands 7..14, whose default is band 9 (its prio 2). */
+static void test_htb_nested_install_remove(void **state)
+{
+	struct qdisc_spec s = {.ifindex = if1,
+			       .backend = MERCURY_BACKEND_HTB,
+			       .nbands = 15,
+			       .default_band = 9,
+			       .rate_bps = RATE};
+	char before[4096], after[4096], err[256];
+
+	(void)state;
+	tc_show(dev1, before, sizeof(before));
+	assert_int_equal(qdisc_install(&s, NULL, NULL, 0, err, sizeof(err)), 0);
+	assert_int_equal(
+	    sh("tc qdisc show dev %s | grep -q 'qdisc htb 4d45: root .*default 0x17'", dev1), 0);
+	assert_int_equal(sh("tc qdisc show dev %s | grep -q 'qdisc htb 4d46: parent 4d45:17 "
+			    ".*default 0x12'",
+			    dev1),
+			 0);
+	assert_int_equal(sh("test $(tc class show dev %s | grep -c 'class htb 4d45:1[0-7] parent "
+			    "4d45:1 ') -eq 8",
+			    dev1),
+			 0);
+	assert_int_equal(sh("test $(tc class show dev %s | grep -c 'class htb 4d46:1[0-7] parent "
+			    "4d46:1 ') -eq 8",
+			    dev1),
+			 0);
+	/* a pfifo under every leaf but the host */
+	assert_int_equal(sh("test $(tc qdisc show dev %s | grep -c 'qdisc pfifo .* parent "
+			    "4d4[56]:1[0-7] ') -eq 15",
+			    dev1),
+			 0);
+	assert_int_equal(qdisc_remove(if1, MERCURY_QDISC_HANDLE, err, sizeof(err)), 0);
+	tc_show(dev1, after, sizeof(after));
+	assert_string_equal(before, after);
+}
+
 static void test_htb_needs_rate(void **state)
 {
 	struct qdisc_spec s = {
@@ -259,9 +297,9 @@ static void test_htb_needs_rate(void **state)
 	tc_show(dev1, before, sizeof(before));
 	assert_int_equal(qdisc_install(&s, NULL, NULL, 0, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "htb needs --rate"));
-	/* more bands than htb has prios */
+	/* more bands than htb can order, nested tree included */
 	s.rate_bps = RATE;
-	s.nbands = 9;
+	s.nbands = 16;
 	assert_int_equal(qdisc_install(&s, NULL, NULL, 0, err, sizeof(err)), -EINVAL);
 	tc_show(dev1, after, sizeof(after));
 	assert_string_equal(before, after);
@@ -640,6 +678,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_default_roots, reset_roots, reset_roots),
 	    cmocka_unit_test_setup_teardown(test_htb_install_remove, reset_roots, reset_roots),
+	    cmocka_unit_test_setup_teardown(test_htb_nested_install_remove, reset_roots,
+					    reset_roots),
 	    cmocka_unit_test_setup_teardown(test_htb_needs_rate, reset_roots, reset_roots),
 	    cmocka_unit_test_setup_teardown(test_tbf_install_remove, reset_roots, reset_roots),
 	    cmocka_unit_test_setup_teardown(test_prio, reset_roots, reset_roots),
