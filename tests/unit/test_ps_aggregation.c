@@ -280,6 +280,27 @@ static void test_bad_address_is_reported(void **s)
 	assert_non_null(strstr(err, "bad address"));
 }
 
+/* Mercury mode: a layer's pull goes on a socket of its own, the push connection's index + K,
+ * so the worker's ACKs of pull data never ride on its push packets (queued in a low band
+ * they held the pull until its retransmission timeout); fifo keeps one socket per pair. */
+static void test_pulls_have_their_own_sockets(void **state)
+{
+	static struct ps_node n; /* large; zeroed */
+	int conn_of[6] = {0, 0, 1, 2, 3, 3};
+
+	(void)state;
+	n.K = 4;
+	n.C = 8;
+	n.conn_of = conn_of;
+	for (int l = 0; l < 6; l++) {
+		assert_int_equal(ps_conn_of_layer(&n, l, PS_DIR_PUSH), conn_of[l]);
+		assert_int_equal(ps_conn_of_layer(&n, l, PS_DIR_PULL), 4 + conn_of[l]);
+	}
+	n.K = n.C = 1;
+	assert_int_equal(ps_conn_of_layer(&n, 5, PS_DIR_PUSH), 0);
+	assert_int_equal(ps_conn_of_layer(&n, 5, PS_DIR_PULL), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -287,6 +308,7 @@ int main(void)
 	    cmocka_unit_test(test_fifo_exact),
 	    cmocka_unit_test(test_partition_exact),
 	    cmocka_unit_test(test_mercury_exact),
+	    cmocka_unit_test(test_pulls_have_their_own_sockets),
 	    cmocka_unit_test(test_mercury_iteration_ends_after_delivery),
 	    cmocka_unit_test(test_split_all_exact),
 	    cmocka_unit_test(test_slow_worker_exact),
