@@ -53,7 +53,6 @@ trap cluster_down EXIT INT TERM
 cluster_up() {
 	local n=$1 rate=$2 i
 	CL_SHAPER=$3
-	[ "$CL_SHAPER" = mercuryd ] && mkdir -p "$CL_PIN"
 	CL_RATE_MBIT=$rate
 	ip netns add "${CL_PFX}sw" || return 1
 	nsenter --net=/var/run/netns/"${CL_PFX}sw" ip link add br0 type bridge || return 1

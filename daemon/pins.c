@@ -40,45 +40,74 @@ static int is_bpffs(const char *path)
 	return st.f_type == BPF_FS_MAGIC;
 }
 
-int pins_prepare(const char *root, char *err, size_t errlen)
+#define BPFFS_DEFAULT "/sys/fs/bpf"
+
+/* systemd mounts bpffs on /sys/fs/bpf; a bare boot or container may not have: mount it
+ * when the pin root lives under it, as bpftool does. */
+static int mount_default_bpffs(const char *root, char *err, size_t errlen)
 {
-	char parent[PATH_MAX];
+	size_t n = strlen(BPFFS_DEFAULT);
 	int r;
 
-	snprintf(parent, sizeof(parent), "%s", root);
-	dirname(parent);
-	r = is_bpffs(parent);
-	if (r == 0 && strcmp(parent, "/sys/fs/bpf") == 0) {
-		/* Nothing mounted yet (fresh boot without systemd's mount unit): mount it. */
-		if (mount("bpf", parent, "bpf", 0, "mode=0700")) {
-			r = -errno;
-			snprintf(err, errlen,
-				 "bpffs is not mounted on /sys/fs/bpf and mounting it failed (%s); "
-				 "run: mount -t bpf bpf /sys/fs/bpf",
-				 strerror(-r));
-			return r;
-		}
-		r = 1;
-	}
-	if (r == -ENOENT) {
+	if (strncmp(root, BPFFS_DEFAULT, n) || (root[n] != '/' && root[n] != '\0'))
+		return 0;
+	r = is_bpffs(BPFFS_DEFAULT);
+	if (r != 0)
+		return 0; /* mounted, or missing: the walk below reports it */
+	if (mount("bpf", BPFFS_DEFAULT, "bpf", 0, "mode=0700")) {
+		r = -errno;
 		snprintf(err, errlen,
-			 "%s does not exist: the pin root must be inside a bpffs mount", parent);
+			 "bpffs is not mounted on " BPFFS_DEFAULT " and mounting it failed (%s); "
+			 "run: mount -t bpf bpf " BPFFS_DEFAULT,
+			 strerror(-r));
 		return r;
 	}
+	return 0;
+}
+
+int pins_prepare(const char *root, char *err, size_t errlen)
+{
+	char path[PATH_MAX], existing[PATH_MAX];
+	size_t len;
+	int r;
+
+	if (snprintf(path, sizeof(path), "%s", root) >= (int)sizeof(path)) {
+		snprintf(err, errlen, "pin root too long: %s", root);
+		return -ENAMETOOLONG;
+	}
+	r = mount_default_bpffs(path, err, errlen);
+	if (r)
+		return r;
+	/* The nearest ancestor that exists must be on bpffs; below it, create what is missing. */
+	snprintf(existing, sizeof(existing), "%s", path);
+	while ((r = is_bpffs(existing)) == -ENOENT && strcmp(existing, "/") &&
+	       strcmp(existing, "."))
+		dirname(existing);
 	if (r < 0) {
-		snprintf(err, errlen, "cannot stat %s (%s): is bpffs available?", parent,
+		snprintf(err, errlen, "cannot stat %s (%s): is bpffs available?", existing,
 			 strerror(-r));
 		return r;
 	}
 	if (r == 0) {
-		snprintf(err, errlen, "%s is not on a bpffs mount; mount -t bpf bpf %s", parent,
-			 parent);
+		snprintf(err, errlen, "%s is not on a bpffs mount; mount -t bpf bpf %s", existing,
+			 existing);
 		return -ENOTSUP;
 	}
-	if (mkdir(root, 0700) && errno != EEXIST) {
-		r = -errno;
-		snprintf(err, errlen, "cannot create %s: %s", root, strerror(-r));
-		return r;
+	len = strlen(existing);
+	for (char *p = path + len + 1; p <= path + strlen(path); p++) {
+		if (*p != '/' && *p != '\0')
+			continue;
+		char c = *p;
+
+		*p = '\0';
+		if (mkdir(path, 0700) && errno != EEXIST) {
+			r = -errno;
+			snprintf(err, errlen, "cannot create %s: %s", path, strerror(-r));
+			return r;
+		}
+		*p = c;
+		if (!c)
+			break;
 	}
 	return 0;
 }

@@ -11,7 +11,8 @@
  *   <root>/<iface>/prog, link (TCX only), cfg, stats, attach_state
  */
 
-/* Mounts bpffs on /sys/fs/bpf if nothing is mounted there, creates <root>. */
+/* Mounts bpffs on /sys/fs/bpf if <root> is under it and nothing is mounted there, then
+ * creates <root> and its missing parents (the nearest existing one must be on bpffs). */
 int pins_prepare(const char *root, char *err, size_t errlen);
 
 /* flock(LOCK_EX) on <root>; returns the fd to close to unlock, or -errno. Serialises

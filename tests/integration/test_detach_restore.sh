@@ -71,4 +71,11 @@ check "the other namespace's va is untouched" test "$(ip netns exec "$NS_X" tc -
 check "detach from the other namespace is refused" sh -c "! nsenter --net=/var/run/netns/$NS_X '$MERCURYD' --pin-root '$PIN_ROOT' detach va 2>/dev/null"
 check "detach in the first namespace" mercuryd_s detach va
 ip netns del "$NS_X"
+# 6. A pin root whose parents do not exist yet (one per node, say): created, then removed.
+deep=$PIN_ROOT/nodes/n0
+check "attach with a pin root two levels below nothing" in_s "$MERCURYD" --pin-root "$deep" attach va --qdisc htb --rate 100mbit
+check "its pins are there" test -e "$deep/va/attach_state"
+check "detach from it" in_s "$MERCURYD" --pin-root "$deep" detach va
+check "its interface pins are gone" test ! -e "$deep/va"
+rm -rf "$PIN_ROOT/nodes"
 finish
