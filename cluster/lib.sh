@@ -22,7 +22,8 @@ CL_RUN=/run/$CL_PFX
 CL_CC=${CL_CC:-reno}
 # Bands of the mercuryd htb tree (2..15; above 8 one leaf nests a second htb): 15 gives the
 # policy 13 layer groups of the current iteration (ResNet-50 1.678 -> 1.655 s, BERT-base
-# 1.793 -> 1.772 s against 8 bands; VGG16 2.20-2.22 -> 2.24-2.28 s, BENCHMARKS.md).
+# 1.793 -> 1.772 s against 8 bands; VGG16 2.19-2.22 -> 2.20-2.28 s, Inception-v3 at
+# comm = compute 1.58 -> 1.63 s: BENCHMARKS.md, cluster/RESULTS.md).
 CL_BANDS=${CL_BANDS:-15}
 CL_NODES=0
 CL_SHAPER=tc
