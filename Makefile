@@ -12,6 +12,9 @@ CFLAGS   ?= -O2 -g
 SANITIZE ?=
 override CFLAGS += $(SANITIZE) -std=c11 -D_GNU_SOURCE $(WARN) -Wno-format-truncation -Iinclude -Idaemon -I$(BUILD) \
             $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+# Header dependencies from the compiler, the generated skeletons included: a changed
+# bpf/classify.h must rebuild every object that embeds the classifier.
+override CFLAGS += -MMD -MP
 LDLIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lelf -lz
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) $(WARN) -Ivmlinux/$(ARCH) -Iinclude -Ibpf
 
@@ -34,8 +37,9 @@ EXAMPLE_BINS := $(EXAMPLE_SRCS:examples/%.c=$(BUILD)/examples/%)
 BENCH_SRCS  := $(wildcard bench/*.c)
 BENCH_BINS  := $(BENCH_SRCS:bench/%.c=$(BUILD)/bench/%)
 
-# BPF objects are wanted in their own right (tests, the VM image), not just as skeleton inputs.
-.SECONDARY: $(BPF_OBJS)
+# BPF objects are wanted in their own right (tests, the VM image), not just as skeleton inputs;
+# skeletons are kept so that the dependency files can name them.
+.SECONDARY: $(BPF_OBJS) $(SKELS)
 
 .PHONY: all deps test test-unit test-kernel test-integration test-vm test-asan fuzz bench demo format check-format clean vmlinux
 LIBS_OUT := $(if $(LIB_SRCS),$(BUILD)/libmercury.so $(BUILD)/libmercury.a)
@@ -165,3 +169,6 @@ $(BUILD)/tests/test_ps_aggregation $(BUILD)/tests/test_ps_placement: $(wildcard 
 $(BUILD)/tests/test_ps_aggregation $(BUILD)/tests/test_tcp_acked: $(BUILD)/ps/tcp_acked.o
 # test_client compiles the client library in.
 $(BUILD)/tests/test_client: $(wildcard lib/*.c lib/*.h)
+
+# Compiler-written header dependencies (-MMD), last so that `all` stays the default goal.
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
