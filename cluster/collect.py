@@ -28,8 +28,9 @@ for i in range(n):
     out_segs += b[0] - a[0]
     retrans += b[1] - a[1]
     tx += b[2] - a[2]
-busy0, tot0 = (float(x) for x in cpu0.split())
-busy1, tot1 = (float(x) for x in cpu1.split())
+busy0, tot0, steal0 = (float(x) for x in (cpu0.split() + ["0"])[:3])
+busy1, tot1, steal1 = (float(x) for x in (cpu1.split() + ["0"])[:3])
+stolen = steal1 - steal0
 ok = not errors
 res = {
     "label": label, "model": model, "mode": mode, "ok": ok, "nodes": n,
@@ -46,6 +47,8 @@ res = {
     "tx_bytes": tx,
     "link_util": round(tx * 8 / (n * rate * 1e6 * (t1 - t0)), 4),
     "host_cpu_busy": round((busy1 - busy0) / (tot1 - tot0), 3) if tot1 > tot0 else None,
+    # Share of the VM's CPU time the hypervisor took: above a few % the timing is suspect.
+    "host_steal": round(stolen / (tot1 - tot0 + stolen), 3) if tot1 - tot0 + stolen > 0 else None,
     "ps_cpu_s": round(sum(x.get("cpu_s", 0) for x in nodes), 2),
     "tagged": all(x.get("tagged", False) for x in nodes),
     "tag_errors": sum(x.get("tag_errors", 0) for x in nodes),

@@ -30,4 +30,6 @@ jq -rs --argjson ideal "$ideal" --arg ts "$ts" '
 	"mode        iteration(s)  speedup vs fifo  vs ideal  retrans %  tagged",
 	(.[] | "\(.mode | . + " " * (10 - length))  \(.iter_s * 1000 | round / 1000 | tostring | . + " " * (12 - length))  \($fifo / .iter_s * 100 | round / 100 | tostring | . + "x" + " " * (15 - length))  \(.iter_s / $ideal * 1000 | round / 1000 | tostring | . + " " * (8 - length))  \(.retrans_pct | tostring | . + " " * (9 - length))  \(.tagged)"),
 	"ideal       \($ideal * 1000 | round / 1000 | tostring | . + " " * (12 - length))  \($fifo / $ideal * 100 | round / 100)x",
-	"(emulated seconds; one real 10 GbE second = \($ts | tonumber * 100 | round / 100) emulated seconds)"' "$out"
+	"(emulated seconds; one real 10 GbE second = \($ts | tonumber * 100 | round / 100) emulated seconds)",
+	(map(select((.host_steal // 0) > 0.05)) | if length > 0 then
+	  "warning: the hypervisor took \(map(.host_steal * 100 | round) | max) % of this VM'"'"'s CPU time during \(map(.mode) | join(", ")): those times are suspect; run again" else empty end)' "$out"

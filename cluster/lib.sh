@@ -149,7 +149,9 @@ counters() {
 	cl_in "$1" awk -F'[: ]+' '$2 == "e0" { print $11 }' /proc/net/dev
 }
 
-cpu_busy_jiffies() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8, $2 + $3 + $4 + $5 + $6 + $7 + $8 }' /proc/stat; }
+# "busy total steal" jiffies of this VM: steal is CPU time the hypervisor gave to someone
+# else; a run with much of it is timed on a descheduled CPU (veth backlogs stall and reorder).
+cpu_busy_jiffies() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8, $2 + $3 + $4 + $5 + $6 + $7 + $8, $9 }' /proc/stat; }
 
 # run_ps OUT_JSONL LABEL MODEL MODE [mercury-ps args...]: one run on every node; appends
 # one summary line (JSON) to OUT_JSONL.

@@ -59,6 +59,12 @@ for tag, title in [("", "MXNet placement (arrays > 1M parameters sliced over all
               f"| {rf.get('link_util', '—')} / {rm.get('link_util', '—')} "
               f"| {rf.get('host_cpu_busy', '—')} / {rm.get('host_cpu_busy', '—')} | {rm.get('tagged', '—')} |")
     print()
+STEAL_SUSPECT = 0.05
+stolen = [r for r in rows if (r.get("host_steal") or 0) > STEAL_SUSPECT]
+if stolen:
+    print(f"Runs during which the hypervisor took more than {STEAL_SUSPECT:.0%} of this VM's CPU "
+          "time (steal; their times are suspect, rerun them): " +
+          "; ".join(f"{r['label']} {r['model']} {r['host_steal']:.0%}" for r in stolen) + "\n")
 bad = [r for r in rows if r.get("ok") is False]
 if bad:
     print("Failed runs: " + "; ".join(f"{r['label']} {r['model']}: {r.get('errors')}" for r in bad))

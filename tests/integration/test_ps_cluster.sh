@@ -32,6 +32,8 @@ if [ "$shaper" = mercuryd ]; then
 else
 	echo "note: mercuryd unavailable, mercury mode ran with per-socket priority (tc shaper)"
 fi
+check "every run reports the hypervisor's share of the CPU time (steal, 0..1)" \
+	"jq -es 'all(.[]; (.host_steal | type) == \"number\" and .host_steal >= 0 and .host_steal <= 1)' '$out' >/dev/null"
 retr_f=$(grep '"label": "fifo"' "$out" | jq .retrans_pct)
 retr_m=$(grep '"label": "mercury"' "$out" | jq .retrans_pct)
 echo "retransmitted segments: fifo ${retr_f}%, mercury ${retr_m}% ($(jq -r .congestion_control <"$out" | head -n1))"
