@@ -65,6 +65,10 @@ if stolen:
     print(f"Runs during which the hypervisor took more than {STEAL_SUSPECT:.0%} of this VM's CPU "
           "time (steal; their times are suspect, rerun them): " +
           "; ".join(f"{r['label']} {r['model']} {r['host_steal']:.0%}" for r in stolen) + "\n")
+rerun = [r for r in rows if (r.get("runs") or 1) > 1]
+if rerun:
+    print("Cells run again because of steal (the table keeps the last run): " +
+          "; ".join(f"{r['label']} {r['model']} x{r['runs']}" for r in rerun) + "\n")
 bad = [r for r in rows if r.get("ok") is False]
 if bad:
     print("Failed runs: " + "; ".join(f"{r['label']} {r['model']}: {r.get('errors')}" for r in bad))
