@@ -52,6 +52,7 @@ res = {
     "ps_cpu_s": round(sum(x.get("cpu_s", 0) for x in nodes), 2),
     "tagged": all(x.get("tagged", False) for x in nodes),
     "tag_errors": sum(x.get("tag_errors", 0) for x in nodes),
+    "split_sockets": sum(x.get("split_sockets", 0) for x in nodes),
     "part": nodes[0].get("part"), "credit": nodes[0].get("credit"),
     "split_all": nodes[0].get("split_all"), "shrink": nodes[0].get("shrink"),
     "time_scale": nodes[0].get("time_scale"),

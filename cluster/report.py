@@ -65,6 +65,11 @@ if stolen:
     print(f"Runs during which the hypervisor took more than {STEAL_SUSPECT:.0%} of this VM's CPU "
           "time (steal; their times are suspect, rerun them): " +
           "; ".join(f"{r['label']} {r['model']} {r['host_steal']:.0%}" for r in stolen) + "\n")
+split = [r for r in rows if r.get("mode") == "mercury" and (r.get("split_sockets") or 0) > 0]
+if split:
+    print("Mercury runs with sockets whose packets went to more than one band (they reorder their "
+          "own stream; cluster/RESULTS.md): " +
+          "; ".join(f"{r['label']} {r['model']} {r['split_sockets']}" for r in split) + "\n")
 rerun = [r for r in rows if (r.get("runs") or 1) > 1]
 if rerun:
     print("Cells run again because of steal (the table keeps the last run): " +

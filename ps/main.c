@@ -107,7 +107,7 @@ static void print_result(const struct ps_config *c, const struct ps_profile *p, 
 	printf(",\"iter_s\":%.6f,\"bytes_sent\":%llu,\"verify\":%s,\"pulls_checked\":%llu,"
 	       "\"mismatches\":%llu,\"cpu_s\":%.3f,\"iters\":%d,\"shrink\":%llu,"
 	       "\"time_scale\":%g,\"split_all\":%s,\"part\":%llu,\"credit\":%llu,\"conns\":%d,"
-	       "\"tagged\":%s,\"tag_errors\":%llu}\n",
+	       "\"tagged\":%s,\"tag_errors\":%llu,\"split_sockets\":%llu}\n",
 	       r->iter_s, (unsigned long long)r->bytes_sent, c->verify ? "true" : "false",
 	       (unsigned long long)r->pulls_checked, (unsigned long long)r->mismatches, r->cpu_s,
 	       c->iters, (unsigned long long)c->shrink, c->time_scale,
@@ -116,7 +116,8 @@ static void print_result(const struct ps_config *c, const struct ps_profile *p, 
 	       c->mode != PS_MERCURY   ? 1
 	       : c->conns < p->nlayers ? c->conns
 				       : p->nlayers,
-	       r->tagged ? "true" : "false", (unsigned long long)r->tag_errors);
+	       r->tagged ? "true" : "false", (unsigned long long)r->tag_errors,
+	       (unsigned long long)r->split_sockets);
 	fflush(stdout);
 }
 

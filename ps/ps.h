@@ -174,8 +174,9 @@ struct ps_result {
 	uint64_t mismatches; /* verify: floats that differed from the local reference */
 	uint64_t pulls_checked;
 	double cpu_s;
-	bool tagged;	     /* mercury mode: tags reached mercuryd */
-	uint64_t tag_errors; /* tag calls that failed */
+	bool tagged;		/* mercury mode: tags reached mercuryd */
+	uint64_t tag_errors;	/* tag calls that failed */
+	uint64_t split_sockets; /* mercury: sockets whose packets went to more than one band */
 };
 
 /*

@@ -82,6 +82,35 @@ void ps_tag_iteration(struct ps_node *n, uint64_t iter, bool begin)
 		atomic_fetch_add(&n->tag_errors, 1);
 }
 
+/*
+ * A socket whose packets land in two bands reorders its own stream, which TCP takes for loss
+ * (include/mercury_groups.h); the PS maps sockets to layer groups so that it should not
+ * happen, except when a socket's bytes change from the next iteration's band to a current
+ * one. Counted from the classifier's per-socket counters, before the untagged goodbyes.
+ */
+uint64_t ps_tag_split_sockets(struct ps_node *n)
+{
+	uint64_t split = 0;
+
+	if (!n->tagger)
+		return 0;
+	for (int p = 0; p < PS_MAX_NODES; p++)
+		for (int k = 0; k < PS_MAX_PAIR_CONNS; k++)
+			for (int side = 0; side < 2; side++) {
+				struct ps_conn *c = side ? n->sconn[p][k] : n->wconn[p][k];
+				struct mercury_socket_stats st;
+				int bands = 0;
+
+				if (!c || !c->tag || mercury_socket_stats(n->tagger, c->fd, &st))
+					continue;
+				for (size_t b = 0; b < sizeof(st.packets) / sizeof(st.packets[0]);
+				     b++)
+					bands += st.packets[b] != 0;
+				split += bands > 1;
+			}
+	return split;
+}
+
 void ps_tag_unregister(struct ps_conn *c)
 {
 	c->tag = NULL; /* the daemon forgets a socket when it closes */

@@ -377,6 +377,7 @@ int ps_worker_main(struct ps_node *n, struct ps_result *res)
 	pthread_mutex_unlock(&n->mu);
 	if (r)
 		return r;
+	res->split_sockets = ps_tag_split_sockets(n);
 	for (int s = 0; s < n->cfg.nodes; s++)
 		for (int k = 0; k < n->C; k++)
 			ps_enqueue(n->wconn[s][k], PS_MSG_BYE, -1, 0, 0, 0, NULL, UINT64_MAX);

@@ -24,6 +24,8 @@ for m in fifo partition mercury; do
 		"tail -n1 '$out' | jq -e '.ok' >/dev/null"
 done
 if [ "$shaper" = mercuryd ]; then
+	check "mercury: the count of sockets split over two bands is reported" \
+		"grep '\"label\": \"mercury\"' '$out' | jq -e '(.split_sockets | type) == \"number\"' >/dev/null"
 	check "mercury: every node tagged through mercuryd" \
 		"grep '\"label\": \"mercury\"' '$out' | jq -e '.tagged and .tag_errors == 0' >/dev/null"
 	bands=$(cl_in 0 "$MERCURYD" --pin-root "$CL_PIN/n0" -j status e0 |
