@@ -54,8 +54,8 @@ shrink_of() {
 }
 
 # One cell: run_ps, repeated (STEAL_RETRIES times at most) while the hypervisor took more than
-# STEAL_MAX of the VM's CPU time during it; the cell keeps its last run and says how many it took.
-STEAL_MAX=${STEAL_MAX:-0.05} STEAL_RETRIES=${STEAL_RETRIES:-2}
+# CL_STEAL_MAX (lib.sh) of the VM's CPU time during it; the cell keeps its last run and says how many it took.
+STEAL_RETRIES=${STEAL_RETRIES:-2}
 bench_cell() {
 	local out=$1 one try steal
 	shift
@@ -64,7 +64,7 @@ bench_cell() {
 		: >"$one"
 		run_ps "$one" "$@"
 		steal=$(jq -r '.host_steal // 0' "$one")
-		if [ "$try" -ge "$STEAL_RETRIES" ] || [ "$(echo "$steal <= $STEAL_MAX" | bc -l)" = 1 ]; then
+		if [ "$try" -ge "$STEAL_RETRIES" ] || [ "$(echo "$steal <= $CL_STEAL_MAX" | bc -l)" = 1 ]; then
 			break
 		fi
 		echo "bench-cluster: $1 $2: host steal $steal, running it again" >&2
@@ -120,7 +120,7 @@ for model in $MODELS; do
 	echo "bench-cluster: $model done" >&2
 done
 cluster_down
-/usr/bin/python3 "$here/report.py" "$OUT" | tee "$OUT/results.md"
+/usr/bin/python3 "$here/report.py" "$OUT" "$CL_STEAL_MAX" | tee "$OUT/results.md"
 for model in $MODELS; do
 	[ -f "$OUT/fifo.$model.tl" ] && [ -f "$OUT/mercury.$model.tl" ] &&
 		"$here/timeline.sh" "$OUT/fifo.$model.tl" "$OUT/mercury.$model.tl" \

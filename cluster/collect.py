@@ -28,8 +28,8 @@ for i in range(n):
     out_segs += b[0] - a[0]
     retrans += b[1] - a[1]
     tx += b[2] - a[2]
-busy0, tot0, steal0 = (float(x) for x in (cpu0.split() + ["0"])[:3])
-busy1, tot1, steal1 = (float(x) for x in (cpu1.split() + ["0"])[:3])
+busy0, tot0, steal0 = (float(x) for x in cpu0.split())
+busy1, tot1, steal1 = (float(x) for x in cpu1.split())
 stolen = steal1 - steal0
 ok = not errors
 res = {

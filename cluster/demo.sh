@@ -24,12 +24,12 @@ for m in fifo partition mercury; do
 done
 ideal=$("$PS_BIN" ideal --profile "$CL_ROOT/models/$MODEL.prof" --nodes "$NODES" --rate 400mbit \
 	--shrink "$SHRINK" --time-scale "$ts" | jq .iter_s)
-jq -rs --argjson ideal "$ideal" --arg ts "$ts" '
+jq -rs --argjson ideal "$ideal" --arg ts "$ts" --argjson steal_max "$CL_STEAL_MAX" '
 	(map(select(.mode == "fifo"))[0].iter_s) as $fifo |
 	"\n'"$MODEL"', \(.[0].nodes) nodes, \(.[0].rate_mbit) Mbit/s per node (10 GbE / 25), \(.[0].shaper), \(.[0].congestion_control)",
 	"mode        iteration(s)  speedup vs fifo  vs ideal  retrans %  tagged",
 	(.[] | "\(.mode | . + " " * (10 - length))  \(.iter_s * 1000 | round / 1000 | tostring | . + " " * (12 - length))  \($fifo / .iter_s * 100 | round / 100 | tostring | . + "x" + " " * (15 - length))  \(.iter_s / $ideal * 1000 | round / 1000 | tostring | . + " " * (8 - length))  \(.retrans_pct | tostring | . + " " * (9 - length))  \(.tagged)"),
 	"ideal       \($ideal * 1000 | round / 1000 | tostring | . + " " * (12 - length))  \($fifo / $ideal * 100 | round / 100)x",
 	"(emulated seconds; one real 10 GbE second = \($ts | tonumber * 100 | round / 100) emulated seconds)",
-	(map(select((.host_steal // 0) > 0.05)) | if length > 0 then
+	(map(select((.host_steal // 0) > $steal_max)) | if length > 0 then
 	  "warning: the hypervisor took \(map(.host_steal * 100 | round) | max) % of this VM'"'"'s CPU time during \(map(.mode) | join(", ")): those times are suspect; run again" else empty end)' "$out"

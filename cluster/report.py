@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Turns cluster/bench.sh's results.jsonl into the comparison tables (Markdown on stdout)."""
+"""Turns cluster/bench.sh's results.jsonl into the comparison tables (Markdown on stdout).
+Usage: report.py OUT_DIR STEAL_MAX (runs with more host CPU steal than that are named)."""
 import json
 import sys
 
@@ -59,7 +60,7 @@ for tag, title in [("", "MXNet placement (arrays > 1M parameters sliced over all
               f"| {rf.get('link_util', '—')} / {rm.get('link_util', '—')} "
               f"| {rf.get('host_cpu_busy', '—')} / {rm.get('host_cpu_busy', '—')} | {rm.get('tagged', '—')} |")
     print()
-STEAL_SUSPECT = 0.05
+STEAL_SUSPECT = float(sys.argv[2])
 stolen = [r for r in rows if (r.get("host_steal") or 0) > STEAL_SUSPECT]
 if stolen:
     print(f"Runs during which the hypervisor took more than {STEAL_SUSPECT:.0%} of this VM's CPU "
