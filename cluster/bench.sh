@@ -10,26 +10,33 @@
 # the bandwidth at which both are equal, B_eq = 10 Gbit/s * comm/compute. TCP's minimum RTO
 # (200 ms) is scaled by SCALE / SHRINK too, as every other time.
 #
-# A cell during which the hypervisor took more than STEAL_MAX (0.05) of the VM's CPU time is
+# fifo, mercury and the default partition run REPEAT (3) times per model and placement, in
+# turn (fifo, mercury, partition, fifo, ...), so that a slow spell of the host hits every mode
+# alike; the table takes each mode's median and shows its spread. A single run of one mode
+# is not enough: fifo alone spread over 5 % from run to run here (AlexNet 2.02-2.12 s).
+#
+# A run during which the hypervisor took more than STEAL_MAX (0.05) of the VM's CPU time is
 # run again, STEAL_RETRIES (2) times at most.
 #
 # Usage: cluster/bench.sh [--quick] [--models "vgg16 ..."] [--nodes N] [--out DIR]
-#        [--shaper mercuryd|tc] [--iters N] [--no-split-all] [--no-balanced] [--no-grid]
+#        [--shaper mercuryd|tc] [--iters N] [--repeat N] [--no-split-all] [--no-balanced]
+#        [--no-grid]
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 
 MODELS="vgg16 resnet50 alexnet inception3 bert_base"
 NODES=4 SCALE=25 ITERS=4 OUT=${OUT:-$CL_ROOT/build/bench-cluster}
-SHAPER=auto GRID=1 SPLIT=1 BALANCED=1
+SHAPER=auto GRID=1 SPLIT=1 BALANCED=1 REPEAT=${REPEAT:-3}
 while [ $# -gt 0 ]; do
 	case $1 in
-	--quick) ITERS=3 GRID=0 SPLIT=0 BALANCED=0 ;;
+	--quick) ITERS=3 GRID=0 SPLIT=0 BALANCED=0 REPEAT=1 ;;
 	--models) MODELS=$2; shift ;;
 	--nodes) NODES=$2; shift ;;
 	--out) OUT=$2; shift ;;
 	--shaper) SHAPER=$2; shift ;;
 	--iters) ITERS=$2; shift ;;
+	--repeat) REPEAT=$2; shift ;;
 	--no-grid) GRID=0 ;;
 	--no-split-all) SPLIT=0 ;;
 	--no-balanced) BALANCED=0 ;;
@@ -37,6 +44,7 @@ while [ $# -gt 0 ]; do
 	esac
 	shift
 done
+[[ $REPEAT =~ ^[1-9][0-9]*$ ]] || { echo "bench-cluster: --repeat takes a count >= 1" >&2; exit 2; }
 [ "$(id -u)" -eq 0 ] || { echo "bench-cluster: needs root (namespaces)" >&2; exit 77; }
 [ -x "$PS_BIN" ] || { echo "bench-cluster: $PS_BIN missing: run make" >&2; exit 1; }
 if [ "$SHAPER" = auto ]; then
@@ -53,9 +61,11 @@ shrink_of() {
 	case $1 in vgg16 | bert_base) echo 8 ;; alexnet) echo 4 ;; tiny) echo 1 ;; *) echo 2 ;; esac
 }
 
-# One cell: run_ps, repeated (STEAL_RETRIES times at most) while the hypervisor took more than
-# CL_STEAL_MAX (lib.sh) of the VM's CPU time during it; the cell keeps its last run and says how many it took.
+# One run of a cell: run_ps, repeated (STEAL_RETRIES times at most) while the hypervisor took
+# more than CL_STEAL_MAX (lib.sh) of the VM's CPU time during it; it keeps its last try, says
+# how many it took and which repetition ($REP) of the cell it is.
 STEAL_RETRIES=${STEAL_RETRIES:-2}
+REP=0
 bench_cell() {
 	local out=$1 one try steal
 	shift
@@ -69,7 +79,8 @@ bench_cell() {
 		fi
 		echo "bench-cluster: $1 $2: host steal $steal, running it again" >&2
 	done
-	jq -c --argjson tries "$((try + 1))" '. + {runs: $tries}' "$one" >>"$out"
+	jq -c --argjson tries "$((try + 1))" --argjson rep "$REP" '. + {runs: $tries, rep: $rep}' \
+		"$one" >>"$out"
 	rm -f "$one"
 }
 
@@ -89,11 +100,14 @@ for model in $MODELS; do
 		ideal=$("$PS_BIN" ideal --profile "$CL_ROOT/models/$model.prof" --nodes "$NODES" \
 			--rate "${RATE}mbit" --shrink "$k" --time-scale "$ts" ${pl:+$pl})
 		echo "$ideal" | sed "s/^{/{\"label\":\"ideal$tag\",/" >>"$OUT/results.jsonl"
-		for mode in fifo mercury; do
-			bench_cell "$OUT/results.jsonl" "$mode$tag" "$model" "$mode" "${args[@]}"
+		for ((REP = 0; REP < REPEAT; REP++)); do
+			for mode in fifo mercury; do
+				bench_cell "$OUT/results.jsonl" "$mode$tag" "$model" "$mode" "${args[@]}"
+			done
+			bench_cell "$OUT/results.jsonl" "partition$tag" "$model" partition "${args[@]}" \
+				--part $((1000000 / k)) --credit $((4000000 / k))
 		done
-		bench_cell "$OUT/results.jsonl" "partition$tag" "$model" partition "${args[@]}" \
-			--part $((1000000 / k)) --credit $((4000000 / k))
+		REP=0
 		if [ "$GRID" = 1 ]; then
 			for pc in 250000:1000000 1000000:1000000 1000000:16000000 4000000:16000000; do
 				p=${pc%%:*} c=${pc##*:}
@@ -111,11 +125,14 @@ for model in $MODELS; do
 		"$PS_BIN" ideal --profile "$CL_ROOT/models/$model.prof" --nodes "$NODES" \
 			--rate "${RATE}mbit" --shrink "$k" --time-scale "$tsb" |
 			sed "s/^{/{\"label\":\"ideal-bal\",\"comm_over_compute\":$f,/" >>"$OUT/results.jsonl"
-		for mode in fifo mercury; do
-			bench_cell "$OUT/results.jsonl" "$mode-bal" "$model" "$mode" "${args[@]}"
+		for ((REP = 0; REP < REPEAT; REP++)); do
+			for mode in fifo mercury; do
+				bench_cell "$OUT/results.jsonl" "$mode-bal" "$model" "$mode" "${args[@]}"
+			done
+			bench_cell "$OUT/results.jsonl" "partition-bal" "$model" partition "${args[@]}" \
+				--part $((1000000 / k)) --credit $((4000000 / k))
 		done
-		bench_cell "$OUT/results.jsonl" "partition-bal" "$model" partition "${args[@]}" \
-			--part $((1000000 / k)) --credit $((4000000 / k))
+		REP=0
 	fi
 	echo "bench-cluster: $model done" >&2
 done

@@ -1,19 +1,52 @@
 #!/usr/bin/env python3
 """Turns cluster/bench.sh's results.jsonl into the comparison tables (Markdown on stdout).
+A cell run several times (bench.sh --repeat) is read as the median of its successful runs;
+fifo's and mercury's spread (min-max) is shown beside it.
 Usage: report.py OUT_DIR STEAL_MAX (runs with more host CPU steal than that are named)."""
 import json
+import statistics
 import sys
 
 rows = [json.loads(l) for l in open(sys.argv[1] + "/results.jsonl") if l.strip()]
 by = {}
 for r in rows:
-    by.setdefault(r["model"], {})[r["label"]] = r
+    by.setdefault(r["model"], {}).setdefault(r["label"], []).append(r)
 models = [m for m in ["vgg16", "resnet50", "alexnet", "inception3", "bert_base", "tiny"] if m in by]
 
 
+def runs(d, label):
+    """The successful runs of a cell."""
+    return [r for r in d.get(label, []) if r.get("ok") and r.get("iter_s")]
+
+
 def it(d, label):
-    r = d.get(label)
-    return r["iter_s"] if r and r.get("ok") and r.get("iter_s") else None
+    ok = runs(d, label)
+    return statistics.median(r["iter_s"] for r in ok) if ok else None
+
+
+def med(d, label, key):
+    """Median of a per-run figure over a cell's successful runs ('—' when none has it)."""
+    vals = [r[key] for r in runs(d, label) if r.get(key) is not None]
+    return round(statistics.median(vals), 4) if vals else "—"
+
+
+def spread(d, label):
+    ok = runs(d, label)
+    if len(ok) < 2:
+        return ""
+    t = [r["iter_s"] for r in ok]
+    return f" ({min(t):.3f}-{max(t):.3f})"
+
+
+def shares(d, tag, idl):
+    """Share of the ideal gain in each repetition, fifo and mercury of the same turn."""
+    fifo = {r.get("rep", 0): r["iter_s"] for r in runs(d, "fifo" + tag)}
+    merc = {r.get("rep", 0): r["iter_s"] for r in runs(d, "mercury" + tag)}
+    out = []
+    for rep in sorted(set(fifo) & set(merc)):
+        if idl and fifo[rep] / idl > 1:
+            out.append((fifo[rep] / merc[rep] - 1) / (fifo[rep] / idl - 1))
+    return "/".join(f"{x:.0%}" for x in out) if len(out) > 1 else ""
 
 
 def f(x, fmt="{:.3f}"):
@@ -32,33 +65,39 @@ for tag, title in [("", "MXNet placement (arrays > 1M parameters sliced over all
     if not present:
         continue
     print(f"### {title}\n")
-    print("| model | fifo s | partition s (P=1M,C=4M) | best partition s (P,C) | mercury s | ideal s "
-          "| mercury speedup | ideal speedup | share of ideal gain | mercury/ideal "
+    print("Medians over the runs of each cell (runs: how many of fifo and of mercury succeeded); "
+          "fifo and mercury show their spread (min-max) when run more than once, and the share "
+          "of the ideal gain is also given per repetition (fifo and mercury run in turn).\n")
+    print("| model | runs | fifo s | partition s (P=1M,C=4M) | best partition s (P,C) | mercury s | ideal s "
+          "| mercury speedup | ideal speedup | share of ideal gain | per repetition | mercury/ideal "
           "| vs partition | vs best partition | retrans % fifo / mercury | link util fifo / mercury "
           "| host CPU fifo / mercury | tagged |")
-    print("|" + "---|" * 16)
+    print("|" + "---|" * 18)
     for m in present:
         d = by[m]
         fi, me, pa = it(d, "fifo" + tag), it(d, "mercury" + tag), it(d, "partition" + tag)
-        idl = d.get("ideal" + tag, {}).get("iter_s")
+        idl = it(d, "ideal" + tag)
         cands = [(it(d, k), k) for k in d if (k == "partition" + tag or
                  (k.startswith("grid" + tag + "-") and k.count("-") == (3 if tag else 2)))]
         cands = [(t, k) for t, k in cands if t]
         best, bk = min(cands) if cands else (None, "")
         bpc = ""
         if bk:
-            r = d[bk]
+            r = d[bk][0]
             bpc = f" ({r['part'] * r['shrink'] / 1e6:g}M,{r['credit'] * r['shrink'] / 1e6:g}M)"
         sp = fi / me if fi and me else None
         isp = fi / idl if fi and idl else None
         share = (sp - 1) / (isp - 1) if sp and isp and isp > 1 else None
-        rf, rm = d.get("fifo" + tag, {}), d.get("mercury" + tag, {})
-        print(f"| {m} | {f(fi)} | {f(pa)} | {f(best)}{bpc} | {f(me)} | {f(idl)} | {f(sp, '{:.2f}x')} "
-              f"| {f(isp, '{:.2f}x')} | {f(share, '{:.0%}')} | {f(me / idl if me and idl else None, '{:.3f}')} "
+        lf, lm = "fifo" + tag, "mercury" + tag
+        n = min(len(runs(d, lf)), len(runs(d, lm)))
+        print(f"| {m} | {n} | {f(fi)}{spread(d, lf)} | {f(pa)} | {f(best)}{bpc} | {f(me)}{spread(d, lm)} "
+              f"| {f(idl)} | {f(sp, '{:.2f}x')} "
+              f"| {f(isp, '{:.2f}x')} | {f(share, '{:.0%}')} | {shares(d, tag, idl)} | {f(me / idl if me and idl else None, '{:.3f}')} "
               f"| {f(pa / me if pa and me else None, '{:.2f}x')} | {f(best / me if best and me else None, '{:.2f}x')} "
-              f"| {rf.get('retrans_pct', '—')} / {rm.get('retrans_pct', '—')} "
-              f"| {rf.get('link_util', '—')} / {rm.get('link_util', '—')} "
-              f"| {rf.get('host_cpu_busy', '—')} / {rm.get('host_cpu_busy', '—')} | {rm.get('tagged', '—')} |")
+              f"| {med(d, lf, 'retrans_pct')} / {med(d, lm, 'retrans_pct')} "
+              f"| {med(d, lf, 'link_util')} / {med(d, lm, 'link_util')} "
+              f"| {med(d, lf, 'host_cpu_busy')} / {med(d, lm, 'host_cpu_busy')} "
+              f"| {all(r.get('tagged') for r in runs(d, lm)) if runs(d, lm) else '—'} |")
     print()
 STEAL_SUSPECT = float(sys.argv[2])
 stolen = [r for r in rows if (r.get("host_steal") or 0) > STEAL_SUSPECT]
@@ -73,7 +112,7 @@ if split:
           "; ".join(f"{r['label']} {r['model']} {r['split_sockets']}" for r in split) + "\n")
 rerun = [r for r in rows if (r.get("runs") or 1) > 1]
 if rerun:
-    print("Cells run again because of steal (the table keeps the last run): " +
+    print("Runs taken again because of steal (each keeps its last try): " +
           "; ".join(f"{r['label']} {r['model']} x{r['runs']}" for r in rerun) + "\n")
 bad = [r for r in rows if r.get("ok") is False]
 if bad:
