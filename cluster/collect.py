@@ -41,6 +41,9 @@ res = {
     "iter_s": (max(x["t_end"] for x in nodes) - min(x["t_start"] for x in nodes)) /
               nodes[0]["iters"] if ok else None,
     "iter_s_nodes": [x.get("iter_s") for x in nodes],
+    # The measured window on CLOCK_MONOTONIC (every namespace's clock), to line up samples
+    # taken beside the run (e.g. each node's egress byte count).
+    "window": [min(x["t_start"] for x in nodes), max(x["t_end"] for x in nodes)] if ok else None,
     "wall_s": round(t1 - t0, 3),
     "out_segs": out_segs, "retrans_segs": retrans,
     "retrans_pct": round(100.0 * retrans / out_segs, 4) if out_segs else 0,

@@ -33,6 +33,11 @@ static void try_end(struct ps_node *n, int i, uint64_t iter)
 	n->drain_armed[i] = false;
 	n->drained[i] = false;
 	n->iterations_ended++;
+	n->ended_ahead |= 1ull << (iter - n->oldest_open); /* < PS_ITER_SLOTS apart */
+	while (n->ended_ahead & 1) {
+		n->ended_ahead >>= 1;
+		n->oldest_open++;
+	}
 	ps_tag_iteration(n, iter, false);
 	ps_record(n, 'e', -1, iter, ps_now(), ps_now());
 	pthread_cond_broadcast(&n->cv);

@@ -48,7 +48,9 @@ static void usage(FILE *f)
 	    "  --die-rank R      worker R drops its connections mid-iteration 1 (tests)\n"
 	    "  --sock-prio P     connection k of K gets SO_PRIORITY P+8k/K: per-socket priority "
 	    "without\n"
-	    "                    mercuryd (e.g. 0x4d450010, the htb leaves of Mercury's tree)\n");
+	    "                    mercuryd (e.g. 0x4d450010, the htb leaves of Mercury's tree)\n"
+	    "  --write-ahead     mercury: write the next iteration's pushes before this node's\n"
+	    "                    iteration has ended (they keep the next-iteration band)\n");
 }
 
 static int parse_rate(const char *s, double *Bps)
@@ -175,15 +177,20 @@ static int run_ideal(const struct ps_config *c, const struct ps_profile *p, doub
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-	    {"profile", 1, 0, 'p'},  {"mode", 1, 0, 'm'},	{"nodes", 1, 0, 'n'},
-	    {"rank", 1, 0, 'r'},     {"hosts", 1, 0, 'H'},	{"port", 1, 0, 'P'},
-	    {"conns", 1, 0, 'k'},    {"chunk", 1, 0, 'c'},	{"part", 1, 0, 'x'},
-	    {"credit", 1, 0, 'C'},   {"bound", 1, 0, 'b'},	{"split-all", 0, 0, 'a'},
-	    {"shrink", 1, 0, 's'},   {"time-scale", 1, 0, 't'}, {"iters", 1, 0, 'i'},
-	    {"warmup", 1, 0, 'w'},   {"verify", 0, 0, 'v'},	{"timeout", 1, 0, 'T'},
-	    {"timeline", 1, 0, 'l'}, {"rate", 1, 0, 'R'},	{"slow-rank", 1, 0, 'S'},
-	    {"slow-s", 1, 0, 'D'},   {"die-rank", 1, 0, 'X'},	{"sock-prio", 1, 0, 'Q'},
-	    {"bands", 1, 0, 'B'},    {"help", 0, 0, 'h'},	{0, 0, 0, 0},
+	    {"profile", 1, 0, 'p'},   {"mode", 1, 0, 'm'},
+	    {"nodes", 1, 0, 'n'},     {"rank", 1, 0, 'r'},
+	    {"hosts", 1, 0, 'H'},     {"port", 1, 0, 'P'},
+	    {"conns", 1, 0, 'k'},     {"chunk", 1, 0, 'c'},
+	    {"part", 1, 0, 'x'},      {"credit", 1, 0, 'C'},
+	    {"bound", 1, 0, 'b'},     {"split-all", 0, 0, 'a'},
+	    {"shrink", 1, 0, 's'},    {"time-scale", 1, 0, 't'},
+	    {"iters", 1, 0, 'i'},     {"warmup", 1, 0, 'w'},
+	    {"verify", 0, 0, 'v'},    {"timeout", 1, 0, 'T'},
+	    {"timeline", 1, 0, 'l'},  {"rate", 1, 0, 'R'},
+	    {"slow-rank", 1, 0, 'S'}, {"slow-s", 1, 0, 'D'},
+	    {"die-rank", 1, 0, 'X'},  {"sock-prio", 1, 0, 'Q'},
+	    {"bands", 1, 0, 'B'},     {"write-ahead", 0, 0, 'W'},
+	    {"help", 0, 0, 'h'},      {0, 0, 0, 0},
 	};
 	struct ps_config c;
 	struct ps_profile prof;
@@ -290,6 +297,9 @@ int main(int argc, char **argv)
 			break;
 		case 'Q':
 			c.sock_prio = (uint32_t)strtoul(optarg, NULL, 0);
+			break;
+		case 'W':
+			c.write_ahead = true;
 			break;
 		case 'h':
 			usage(stdout);

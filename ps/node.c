@@ -48,6 +48,9 @@ static void shutdown_all(struct ps_node *n)
 		}
 	if (n->listen_fd >= 0)
 		shutdown(n->listen_fd, SHUT_RDWR);
+	pthread_mutex_lock(&n->mu); /* wakes senders holding a push (hold_until_current) */
+	pthread_cond_broadcast(&n->cv);
+	pthread_mutex_unlock(&n->mu);
 }
 
 void ps_fail(struct ps_node *n, const char *fmt, ...)
@@ -112,6 +115,26 @@ int ps_enqueue(struct ps_conn *c, uint16_t type, int slice, uint64_t iter, uint6
 	return ps_sendq_push(&c->q, &it);
 }
 
+/*
+ * Mercury mode: a push of an iteration newer than this node's oldest open one waits until
+ * that one has ended. A tag's level is fixed when its bytes are tagged, so a push written
+ * ahead keeps the low next-iteration level for all of its bytes, also those that leave after
+ * the iteration turned: on VGG16 the big fc6 push then queued behind the node's own fc7/fc8
+ * traffic while every server waited for it to aggregate, and the nodes idled in turn. Pushes
+ * to the node's own server never cross the shaped link and are not held.
+ */
+static void hold_until_current(struct ps_conn *c, uint64_t iter)
+{
+	struct ps_node *n = c->node;
+
+	if (n->cfg.write_ahead || !c->tag || c->peer == n->cfg.rank)
+		return;
+	pthread_mutex_lock(&n->mu);
+	while (iter > n->oldest_open && !atomic_load(&n->closing))
+		pthread_cond_wait(&n->cv, &n->mu);
+	pthread_mutex_unlock(&n->mu);
+}
+
 void *ps_tx(void *arg)
 {
 	struct ps_conn *c = arg;
@@ -121,8 +144,11 @@ void *ps_tx(void *arg)
 	while (ps_sendq_pop(&c->q, &it)) {
 		bool payload = it.h.type == PS_MSG_PUSH || it.h.type == PS_MSG_PULL_DATA;
 		size_t plen = payload ? it.h.len * sizeof(float) : 0;
-		double t0 = ps_now();
 		int r;
+
+		if (n->cfg.mode == PS_MERCURY && it.h.type == PS_MSG_PUSH)
+			hold_until_current(c, it.h.iter);
+		double t0 = ps_now();
 
 		if (n->cfg.mode == PS_MERCURY && (payload || it.h.type == PS_MSG_PULL_REQ))
 			ps_tag_next(c, sizeof(it.h) + plen, (int)it.h.layer,

@@ -162,6 +162,8 @@ struct ps_config {
 	int tag_levels;	      /* priority levels the tags use (mercury) */
 	uint32_t sock_prio;   /* != 0: connection k gets SO_PRIORITY sock_prio + k, a per-socket
 			       * stand-in for tags where no mercuryd is available */
+	bool write_ahead;     /* mercury: write the next iteration's pushes before this node's
+			       * iteration has ended (tagged at the next-iteration level) */
 };
 
 void ps_config_defaults(struct ps_config *c);
