@@ -12,6 +12,9 @@
 #include <string.h>
 #include <unistd.h>
 
+/* The node ends an iteration up to 20 ms after its worker could go on: pushes would be
+ * written ahead of the end if the PS did not hold them. */
+#define DRAIN_POLL_NS 20000000L
 #include "../../ps/profile.c"
 #include "../../ps/placement.c"
 #include "../../ps/wire.c"
@@ -61,12 +64,20 @@ uint64_t ps_tag_split_sockets(struct ps_node *n)
 }
 int ps_tag_register(struct ps_conn *c)
 {
-	(void)c;
+	c->tag = c; /* registered: what the PS does with tagged sockets applies */
 	return 0;
 }
+/* Pushes to another node's server tagged while an older iteration was still open here. */
+static atomic_int pushes_ahead, pushes_remote;
 int ps_tag_next(struct ps_conn *c, uint64_t nbytes, int layer, enum ps_dir dir, uint64_t iter)
 {
-	(void)c, (void)nbytes, (void)layer, (void)dir, (void)iter;
+	(void)nbytes, (void)layer;
+	if (dir != PS_DIR_PUSH || c->peer == c->node->cfg.rank)
+		return 0;
+	pthread_mutex_lock(&c->node->mu);
+	atomic_fetch_add(&pushes_ahead, iter > c->node->oldest_open);
+	pthread_mutex_unlock(&c->node->mu);
+	atomic_fetch_add(&pushes_remote, 1);
 	return 0;
 }
 void ps_tag_unregister(struct ps_conn *c)
@@ -210,6 +221,24 @@ static void test_mercury_iteration_ends_after_delivery(void **s)
 	assert_int_equal(marks.undelivered, 0);
 }
 
+/* Mercury mode: a push to another node's server is written (and tagged) only once every
+ * older iteration has ended at its node, so it never keeps the next-iteration level. */
+static void test_mercury_pushes_wait_for_the_iteration_end(void **s)
+{
+	(void)s;
+	struct ps_config c;
+	struct node_arg a[3];
+
+	base_config(&c, PS_MERCURY);
+	c.iters = 4;
+	atomic_store(&pushes_ahead, 0);
+	atomic_store(&pushes_remote, 0);
+	run_cluster(&c, 3, a);
+	expect_exact(a, 3);
+	assert_true(atomic_load(&pushes_remote) > 0);
+	assert_int_equal(atomic_load(&pushes_ahead), 0);
+}
+
 static void test_split_all_exact(void **s)
 {
 	(void)s;
@@ -315,6 +344,7 @@ int main(void)
 	    cmocka_unit_test(test_mercury_exact),
 	    cmocka_unit_test(test_pulls_have_their_own_sockets),
 	    cmocka_unit_test(test_mercury_iteration_ends_after_delivery),
+	    cmocka_unit_test(test_mercury_pushes_wait_for_the_iteration_end),
 	    cmocka_unit_test(test_split_all_exact),
 	    cmocka_unit_test(test_slow_worker_exact),
 	    cmocka_unit_test(test_disconnect_fails_fast),
