@@ -79,7 +79,10 @@ void mercury_disconnect(struct mercury_client *c);
 int mercury_job_declare(struct mercury_client *c, uint32_t job, uint32_t n_layers, uint32_t weight);
 
 /* Marks the start of iteration `iteration` of `job` (the oldest unfinished iteration is the
- * one whose traffic goes first) and its end (all its traffic sent and received). */
+ * one whose traffic goes first) and its end (all its traffic sent and received). A tag's
+ * level is fixed when it is made: bytes of a newer iteration tagged before the older one
+ * ends keep the lower next-iteration level to their last byte, so write them after the end
+ * where you can (the reference PS holds such pushes, ps/README.md). */
 int mercury_iteration_begin(struct mercury_client *c, uint32_t job, uint64_t iteration);
 int mercury_iteration_end(struct mercury_client *c, uint32_t job, uint64_t iteration);
 
