@@ -19,8 +19,8 @@
 # run again, STEAL_RETRIES (2) times at most.
 #
 # Usage: cluster/bench.sh [--quick] [--models "vgg16 ..."] [--nodes N] [--out DIR]
-#        [--shaper mercuryd|tc] [--iters N] [--repeat N] [--no-split-all] [--no-balanced]
-#        [--no-grid]
+#        [--scale S] [--shaper mercuryd|tc] [--iters N] [--repeat N] [--no-split-all]
+#        [--no-balanced] [--no-grid]
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
@@ -33,6 +33,7 @@ while [ $# -gt 0 ]; do
 	--quick) ITERS=3 GRID=0 SPLIT=0 BALANCED=0 REPEAT=1 ;;
 	--models) MODELS=$2; shift ;;
 	--nodes) NODES=$2; shift ;;
+	--scale) SCALE=$2; shift ;;
 	--out) OUT=$2; shift ;;
 	--shaper) SHAPER=$2; shift ;;
 	--iters) ITERS=$2; shift ;;
@@ -44,6 +45,8 @@ while [ $# -gt 0 ]; do
 	esac
 	shift
 done
+[[ $SCALE =~ ^[1-9][0-9]*$ ]] && [ "$SCALE" -le 1000 ] ||
+	{ echo "bench-cluster: --scale takes 1..1000 (the link is 10 Gbit/s / S)" >&2; exit 2; }
 [[ $REPEAT =~ ^[1-9][0-9]*$ ]] || { echo "bench-cluster: --repeat takes a count >= 1" >&2; exit 2; }
 [ "$(id -u)" -eq 0 ] || { echo "bench-cluster: needs root (namespaces)" >&2; exit 77; }
 [ -x "$PS_BIN" ] || { echo "bench-cluster: $PS_BIN missing: run make" >&2; exit 1; }
