@@ -87,6 +87,21 @@ bench_cell() {
 	rm -f "$one"
 }
 
+# fifo, mercury and the default partition of one cell, REPEAT times in turn:
+# bench_modes LABEL_SUFFIX MODEL SHRINK PS_ARGS...
+bench_modes() {
+	local tag=$1 model=$2 k=$3 mode
+	shift 3
+	for ((REP = 0; REP < REPEAT; REP++)); do
+		for mode in fifo mercury; do
+			bench_cell "$OUT/results.jsonl" "$mode$tag" "$model" "$mode" "$@"
+		done
+		bench_cell "$OUT/results.jsonl" "partition$tag" "$model" partition "$@" \
+			--part $((1000000 / k)) --credit $((4000000 / k))
+	done
+	REP=0
+}
+
 cluster_up "$NODES" "$RATE" "$SHAPER" || exit 1
 [ "$SHAPER" = mercuryd ] && { serve_start || exit 1; }
 
@@ -103,14 +118,7 @@ for model in $MODELS; do
 		ideal=$("$PS_BIN" ideal --profile "$CL_ROOT/models/$model.prof" --nodes "$NODES" \
 			--rate "${RATE}mbit" --shrink "$k" --time-scale "$ts" ${pl:+$pl})
 		echo "$ideal" | sed "s/^{/{\"label\":\"ideal$tag\",/" >>"$OUT/results.jsonl"
-		for ((REP = 0; REP < REPEAT; REP++)); do
-			for mode in fifo mercury; do
-				bench_cell "$OUT/results.jsonl" "$mode$tag" "$model" "$mode" "${args[@]}"
-			done
-			bench_cell "$OUT/results.jsonl" "partition$tag" "$model" partition "${args[@]}" \
-				--part $((1000000 / k)) --credit $((4000000 / k))
-		done
-		REP=0
+		bench_modes "$tag" "$model" "$k" "${args[@]}"
 		if [ "$GRID" = 1 ]; then
 			for pc in 250000:1000000 1000000:1000000 1000000:16000000 4000000:16000000; do
 				p=${pc%%:*} c=${pc##*:}
@@ -128,14 +136,7 @@ for model in $MODELS; do
 		"$PS_BIN" ideal --profile "$CL_ROOT/models/$model.prof" --nodes "$NODES" \
 			--rate "${RATE}mbit" --shrink "$k" --time-scale "$tsb" |
 			sed "s/^{/{\"label\":\"ideal-bal\",\"comm_over_compute\":$f,/" >>"$OUT/results.jsonl"
-		for ((REP = 0; REP < REPEAT; REP++)); do
-			for mode in fifo mercury; do
-				bench_cell "$OUT/results.jsonl" "$mode-bal" "$model" "$mode" "${args[@]}"
-			done
-			bench_cell "$OUT/results.jsonl" "partition-bal" "$model" partition "${args[@]}" \
-				--part $((1000000 / k)) --credit $((4000000 / k))
-		done
-		REP=0
+		bench_modes -bal "$model" "$k" "${args[@]}"
 	fi
 	echo "bench-cluster: $model done" >&2
 done
