@@ -15,7 +15,8 @@
 
 #include "node.h"
 
-#ifndef DRAIN_POLL_NS /* (the unit test polls slower, so that the end lags the worker) */
+/* The unit test sets it slower, so that an iteration's end lags its worker. */
+#ifndef DRAIN_POLL_NS
 #define DRAIN_POLL_NS 200000L /* 0.2 ms: far below a layer's pull time in any profile */
 #endif
 
