@@ -89,7 +89,10 @@ start_two_flows() {
 	# nsenter directly, not through in_s/in_r: a backgrounded function makes $! a subshell,
 	# and killing that would leave iperf3 running.
 	for i in 1 2; do
-		nsenter --net=/var/run/netns/"$NS_R" iperf3 -s -1 -p $((5200 + i)) >/dev/null 2>&1 &
+		# The receiver's JSON ($out.$i.rx): what was delivered, not what was written into a
+		# socket buffer (a starved sender's writes still fill its buffer for a while).
+		nsenter --net=/var/run/netns/"$NS_R" iperf3 -s -1 -J -p $((5200 + i)) \
+			>"$out.$i.rx" 2>/dev/null &
 		PIDS+=($!)
 	done
 	sleep 0.5
