@@ -122,9 +122,11 @@ tag_flow() {
 	mercuryd_s tag --pid "$3" --fd "$4" --offset 0 --len 1000000000000000 --level "$2" >/dev/null
 }
 
-# Mean throughput (Mbit/s) of iperf3 JSON $1 over intervals starting at >= $2 seconds.
+# Mean throughput (Mbit/s) of iperf3 JSON $1 over intervals starting at >= $2 seconds (and
+# ending by $3 seconds, if given).
 mean_mbit() {
-	jq --argjson t0 "$2" '[.intervals[] | select(.sum.start >= $t0) | .sum.bits_per_second]
+	jq --argjson t0 "$2" --argjson t1 "${3:-1e9}" '[.intervals[]
+		| select(.sum.start >= $t0 and .sum.end <= $t1 + 0.01) | .sum.bits_per_second]
 		| if length == 0 then 0 else (add / length / 1e6) end' "$1" 2>/dev/null || echo 0
 }
 

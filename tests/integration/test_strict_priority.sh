@@ -38,8 +38,10 @@ run_backend() {
 		tag_flow $((40000 + hi)) "$hb" || fail "$name round $round: tag high flow"
 		tag_flow $((40000 + lo)) "$lb" || fail "$name round $round: tag low flow"
 		wait_flows
-		high_mbit=$(mean_mbit "$tmp/$b.$round.$hi.rx" 2) # delivered, per the receiver
-		low_mbit=$(mean_mbit "$tmp/$b.$round.$lo.rx" 2)
+		# Delivered, per the receiver, while both senders run: after the tags (from 2 s) and
+		# before the end, when the starved flow's buffer drains through the freed link.
+		high_mbit=$(mean_mbit "$tmp/$b.$round.$hi.rx" 2 $((SECS - 1)))
+		low_mbit=$(mean_mbit "$tmp/$b.$round.$lo.rx" 2 $((SECS - 1)))
 		printf '%s round %d: high (port %d, band %d) %.1f Mbit/s, low (port %d, band %d) %.1f Mbit/s\n' \
 			"$name" "$round" $((40000 + hi)) "$hb" "$high_mbit" $((40000 + lo)) "$lb" "$low_mbit"
 		if [ "$b" = htb ] || [ "$b" = tbf ]; then
