@@ -35,7 +35,6 @@ static void try_end(struct ps_node *n, int i, uint64_t iter)
 	n->pulls_written[i] = 0;
 	n->drain_armed[i] = false;
 	n->drained[i] = false;
-	n->iterations_ended++;
 	n->ended_ahead |= 1ull << (iter - n->oldest_open); /* < PS_ITER_SLOTS apart */
 	while (n->ended_ahead & 1) {
 		n->ended_ahead >>= 1;

@@ -131,7 +131,6 @@ struct ps_node {
 	pthread_t drainer;
 	pthread_cond_t drain_cv;
 	bool drainer_started;
-	uint64_t iterations_ended;
 	uint64_t oldest_open; /* the oldest iteration not yet ended at this node ... */
 	uint64_t ended_ahead; /* ... and bit d: iteration oldest_open + d has ended already */
 	bool worker_done;

@@ -84,9 +84,10 @@ void ps_tag_iteration(struct ps_node *n, uint64_t iter, bool begin)
 
 /*
  * A socket whose packets land in two bands reorders its own stream, which TCP takes for loss
- * (include/mercury_groups.h); the PS maps sockets to layer groups so that it should not
- * happen, except when a socket's bytes change from the next iteration's band to a current
- * one. Counted from the classifier's per-socket counters, before the untagged goodbyes.
+ * (include/mercury_groups.h); the PS maps sockets to layer groups and holds next-iteration
+ * pushes until the iteration turns so that it should not happen (with --write-ahead a
+ * socket's bytes can move from the next iteration's band to a current one). Counted from the
+ * classifier's per-socket counters, before the untagged goodbyes.
  */
 uint64_t ps_tag_split_sockets(struct ps_node *n)
 {
