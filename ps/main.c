@@ -16,8 +16,19 @@
 #include "ps.h"
 #include "mercury_abi.h"
 
-/* Bytes of payload per byte on the wire: 1448 of every 1514 for MTU 1500 with timestamps. */
-#define PS_WIRE_EFFICIENCY (1448.0 / 1514.0)
+/*
+ * Payload bytes per byte a node's egress carries. A 1448-byte segment takes a 1514-byte frame
+ * (MTU 1500, TCP timestamps), and the node that receives it owes a 66-byte pure ACK per
+ * 64 KiB it receives (one per GRO packet of at most 64 KiB; the classifier's no_payload
+ * count on the cluster: one per 57-58 KB on AlexNet and VGG16). A node receives what it
+ * sends (a server's pushes in are its pulls out: ps_egress_bytes), so its ACKs scale with
+ * its own egress.
+ */
+#define PS_MSS		   1448.0
+#define PS_FRAME_BYTES	   1514.0
+#define PS_ACK_BYTES	   66.0
+#define PS_BYTES_PER_ACK   65536.0
+#define PS_WIRE_EFFICIENCY (PS_MSS / (PS_FRAME_BYTES + PS_MSS * PS_ACK_BYTES / PS_BYTES_PER_ACK))
 
 static void usage(FILE *f)
 {
