@@ -3,13 +3,7 @@
 # from the last node's end of the warm-up to the last node's end of the measured iterations,
 # so a stagger between the nodes at the start does not count as iteration time; failed nodes
 # make the run fail with their errors named.
-set -uo pipefail
-root=${MERCURY_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
-command -v python3 >/dev/null || { echo "SKIP: no python3"; exit 77; }
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-fails=0
-check() { if eval "$2"; then echo "ok: $1"; else echo "FAIL: $1"; fails=$((fails + 1)); fi; }
+. "$(dirname "$0")/checks.sh"
 
 node() { # rank t_start t_end
 	printf '{"ok":true,"rank":%s,"t_start":%s,"t_end":%s,"iters":4,"iter_s":%s,"cpu_s":1}\n' \
@@ -39,5 +33,4 @@ check "a failed node fails the run" "[ '$(val '["ok"]')' = False ]"
 check "and has no iteration time" "[ '$(val '["iter_s"]')' = None ]"
 check "its error is named" "[ '$(val '["errors"][0]')' = 'node 1: worker 1 disconnected' ]"
 
-[ "$fails" -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }
-echo "all checks passed"
+checks_done

@@ -2,13 +2,7 @@
 # The bench-cluster table (cluster/report.py) reads a cell run several times as the median of
 # its successful runs: a failed run is listed, not counted; the share of the ideal gain comes
 # from the medians and, per repetition, from the fifo and mercury runs of the same turn.
-set -uo pipefail
-root=${MERCURY_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
-command -v python3 >/dev/null || { echo "SKIP: no python3"; exit 77; }
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-fails=0
-check() { if eval "$2"; then echo "ok: $1"; else echo "FAIL: $1"; fails=$((fails + 1)); fi; }
+. "$(dirname "$0")/checks.sh"
 
 run() { # label mode rep iter_s [ok]
 	printf '{"label":"%s","model":"resnet50","mode":"%s","rep":%s,"ok":%s,"iter_s":%s,' \
@@ -44,6 +38,4 @@ check "mercury: median of the two runs that succeeded" "[ '$(col 6)' = '1.850 (1
 check "share of the ideal gain from the medians: (2.1/1.85-1)/(2.1/1.7-1) = 57 %" "[ '$(col 10)' = 57% ]"
 check "per repetition: turns 0 and 2 (turn 1's mercury failed)" "[ '$(col 11)' = '63%/45%' ]"
 check "the failed run is named" "grep -q '^Failed runs: mercury resnet50' <<<\"\$out\""
-[ $fails -eq 0 ] && { echo "all checks passed"; exit 0; }
-echo "$fails check(s) failed"
-exit 1
+checks_done
