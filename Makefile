@@ -1,6 +1,26 @@
 # Mercury: one Makefile for the BPF objects, mercuryd, the client library and the tests.
+
+# `make deps <goals>` (the README's commands): install the packages first, then build the
+# other goals in a fresh make that reads pkg-config and the toolchain with them present.
+# Under -j nothing may start before deps is done, so this file then only dispatches.
+DEPS_AND_MORE := $(and $(filter deps,$(MAKECMDGOALS)),$(filter-out deps,$(MAKECMDGOALS)))
+ifneq ($(DEPS_AND_MORE),)
+AFTER_DEPS := $(filter-out deps,$(MAKECMDGOALS))
+.PHONY: deps deps-then-goals $(AFTER_DEPS)
+deps $(AFTER_DEPS): deps-then-goals
+	@:
+deps-then-goals:
+	scripts/deps.sh
+	$(MAKE) $(AFTER_DEPS)
+else
+
 BUILD    ?= build
-ARCH     ?= x86
+# The BPF target arch and its vmlinux.h follow the build machine (override: make ARCH=arm64).
+MACHINE  := $(shell uname -m)
+ARCH     ?= $(or $(if $(filter x86_64 i%86,$(MACHINE)),x86),$(if $(filter aarch64 arm64,$(MACHINE)),arm64),$(MACHINE))
+ifeq ($(wildcard vmlinux/$(ARCH)/vmlinux.h)$(filter vmlinux deps clean,$(MAKECMDGOALS)),)
+$(error no vmlinux/$(ARCH)/vmlinux.h for this machine ($(MACHINE)): generate it with `make vmlinux` (needs bpftool and /sys/kernel/btf/vmlinux) or set ARCH)
+endif
 CC       ?= gcc
 CLANG    ?= clang
 BPFTOOL  ?= bpftool
@@ -15,7 +35,10 @@ override CFLAGS += $(SANITIZE) -std=c11 -D_GNU_SOURCE $(WARN) -Wno-format-trunca
 # Header dependencies from the compiler, the generated skeletons included: a changed
 # bpf/classify.h must rebuild every object that embeds the classifier.
 override CFLAGS += -MMD -MP
-LDLIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lelf -lz
+# Evaluated on first use, not when the Makefile is read: on a fresh machine the packages
+# arrive during the run. An unset pkg-config answer is an error, not a link failure later.
+LDLIBS    = $(eval LDLIBS := $(call pkg_libs))$(LDLIBS)
+pkg_libs  = $(or $(shell pkg-config --libs $(PKGS) 2>/dev/null),$(error pkg-config knows none of $(PKGS): run `make deps`)) -lelf -lz
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) $(WARN) -Ivmlinux/$(ARCH) -Iinclude -Ibpf
 
 BPF_SRCS   := $(wildcard bpf/*.bpf.c)
@@ -50,7 +73,7 @@ deps:
 	scripts/deps.sh
 
 vmlinux:
-	scripts/gen-vmlinux.sh
+	scripts/gen-vmlinux.sh $(ARCH)
 
 $(BUILD)/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) include/mercury_abi.h | $(BUILD)
 	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
@@ -172,3 +195,5 @@ $(BUILD)/tests/test_client: $(wildcard lib/*.c lib/*.h)
 
 # Compiler-written header dependencies (-MMD), last so that `all` stays the default goal.
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+
+endif # DEPS_AND_MORE

@@ -85,6 +85,14 @@ struct {
 	__type(value, struct mercury_attach_state);
 } attach_state SEC(".maps");
 
+/* Unused by the code, like attach_state: the qdisc tree detach puts back. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct mercury_saved_tree);
+} saved_tree SEC(".maps");
+
 /* What the classifier knows about the packet's socket. Zeroed: no socket. */
 struct mercury_sock_view {
 	__u32 has_sock;

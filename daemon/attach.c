@@ -18,6 +18,7 @@
 #include "pins.h"
 #include "qdisc.h"
 #include "tc_hook.h"
+#include "tc_tree.h"
 #include "classifier.skel.h"
 
 #define MERCURY_QDISC_HANDLE 0x4d450000u /* root "4d45:" ('ME') */
@@ -103,7 +104,8 @@ static int pin_iface(struct classifier_bpf *skel, const char *root, const char *
 		const char *name;
 	} maps[] = {{skel->maps.cfg, PIN_CFG},
 		    {skel->maps.stats, PIN_STATS},
-		    {skel->maps.attach_state, PIN_STATE}};
+		    {skel->maps.attach_state, PIN_STATE},
+		    {skel->maps.saved_tree, PIN_SAVED_TREE}};
 	char path[PATH_MAX];
 
 	pins_path(path, sizeof(path), root, iface, NULL);
@@ -125,12 +127,17 @@ fail:
 	return -errno;
 }
 
+/*
+ * A root qdisc Mercury did not create is replaced only with --force, and only if its whole
+ * tree can be put back exactly: it is saved into *tree and re-created on a scratch device
+ * first. Nothing on the interface changes before that check passes.
+ */
 static int root_qdisc_conflict(const struct cli_ctx *ctx, const struct attach_args *a, int ifindex,
-			       struct mercury_attach_state *st, unsigned *num_tx_queues, char *err,
+			       struct tc_tree *tree, unsigned *num_tx_queues, char *err,
 			       size_t errlen)
 {
 	struct qdisc_root root;
-	size_t len = 0;
+	char why[384];
 	int r = qdisc_get_root(ifindex, &root, err, errlen);
 
 	if (r)
@@ -146,13 +153,54 @@ static int root_qdisc_conflict(const struct cli_ctx *ctx, const struct attach_ar
 			 a->iface, root.kind, root.handle >> 16, a->iface);
 		return -EBUSY;
 	}
-	r = qdisc_save_root(ifindex, st->saved_qdisc, sizeof(st->saved_qdisc), &len, err, errlen);
+	r = tc_tree_save(ifindex, tree, err, errlen);
 	if (r)
 		return r;
-	st->saved_qdisc_len = (__u32)len;
-	cli_warn(ctx, "replacing root qdisc '%s %x:' of %s; detach will restore it", root.kind,
-		 root.handle >> 16, a->iface);
+	if (tree->len > MERCURY_SAVED_TREE_MAX) {
+		snprintf(err, errlen,
+			 "the qdisc tree of %s (%u objects, %zu bytes) is larger than the %d bytes "
+			 "Mercury can keep to restore it; nothing was changed",
+			 a->iface, tree->count, tree->len, MERCURY_SAVED_TREE_MAX);
+		return -E2BIG;
+	}
+	r = tc_tree_verify(tree->buf, tree->len, root.num_tx_queues, why, sizeof(why));
+	if (r) {
+		snprintf(err, errlen,
+			 "cannot replace the root qdisc '%s %x:' of %s: its tree could not be "
+			 "restored exactly on detach (%s); nothing was changed",
+			 root.kind, root.handle >> 16, a->iface, why);
+		return r;
+	}
+	cli_warn(ctx,
+		 "replacing root qdisc '%s %x:' of %s (%u qdiscs, classes and filters); detach "
+		 "will restore them",
+		 root.kind, root.handle >> 16, a->iface, tree->count);
 	return 0;
+}
+
+/* Records the replaced tree next to the attach record, where detach finds it. */
+static int save_tree_map(struct classifier_bpf *skel, const struct tc_tree *tree,
+			 struct mercury_attach_state *st)
+{
+	struct mercury_saved_tree *v;
+	__u32 key = 0;
+	int r = 0;
+
+	st->saved_tree_len = (__u32)tree->len;
+	st->saved_tree_objs = tree->count;
+	st->saved_root = tc_tree_root_handle(tree->buf, tree->len);
+	if (!tree->len)
+		return 0;
+	v = calloc(1, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	v->len = (__u32)tree->len;
+	v->count = tree->count;
+	memcpy(v->msgs, tree->buf, tree->len);
+	if (bpf_map_update_elem(bpf_map__fd(skel->maps.saved_tree), &key, v, BPF_ANY))
+		r = -errno;
+	free(v);
+	return r;
 }
 
 int do_attach(const struct cli_ctx *ctx, int argc, char **argv)
@@ -162,6 +210,7 @@ int do_attach(const struct cli_ctx *ctx, int argc, char **argv)
 	struct mercury_iface_cfg cfg = {0};
 	struct classifier_bpf *skel = NULL;
 	struct tc_hook_result hook = {0};
+	struct tc_tree tree = {0};
 	struct attach_args a;
 	int tags_fd = -1, sstats_fd = -1, lock_fd = -1, ifindex, r, ret = 1;
 	bool qdisc_done = false, hook_done = false, pinning = false;
@@ -221,18 +270,21 @@ int do_attach(const struct cli_ctx *ctx, int argc, char **argv)
 				  "or use --force to re-attach with other settings",
 				  a.iface, backend_name(old.backend), old.nbands);
 			goto out;
-		} else if (iface_teardown(ctx->pin_root, a.iface, &old, err, sizeof(err))) {
+		} else if ((r = iface_teardown(ctx->pin_root, a.iface, &old, err, sizeof(err))) <
+			   0) {
 			cli_error(ctx, "attach %s: cannot remove the previous attach: %s", a.iface,
 				  err);
 			goto out;
+		} else if (r > 0) {
+			cli_warn(ctx, "%s: %s", a.iface, err);
 		}
 	} else if (r != -ENOENT) {
-		cli_error(ctx, "attach %s: unreadable attach record under %s (%s); detach it",
-			  a.iface, ctx->pin_root, strerror(-r));
+		iface_state_strerror(ctx->pin_root, a.iface, r, err, sizeof(err));
+		cli_error(ctx, "attach %s: %s", a.iface, err);
 		goto out;
 	}
 
-	if (root_qdisc_conflict(ctx, &a, ifindex, &st, &num_tx_queues, err, sizeof(err))) {
+	if (root_qdisc_conflict(ctx, &a, ifindex, &tree, &num_tx_queues, err, sizeof(err))) {
 		cli_error(ctx, "attach: %s", err);
 		goto out;
 	}
@@ -294,6 +346,11 @@ int do_attach(const struct cli_ctx *ctx, int argc, char **argv)
 			  a.iface, strerror(errno));
 		goto out;
 	}
+	if ((r = save_tree_map(skel, &tree, &st))) {
+		cli_error(ctx, "attach %s: cannot record the replaced qdisc tree: %s", a.iface,
+			  strerror(-r));
+		goto out;
+	}
 	if (bpf_map_update_elem(bpf_map__fd(skel->maps.cfg), &key, &cfg, BPF_ANY)) {
 		cli_error(ctx, "attach %s: cannot write the band configuration: %s", a.iface,
 			  strerror(errno));
@@ -334,15 +391,16 @@ out:
 			tc_hook_detach(ifindex, &hook, link_pin, e2, sizeof(e2));
 		if (qdisc_done) {
 			qdisc_remove(ifindex, st.qdisc_handle, e2, sizeof(e2));
-			if (st.saved_qdisc_len)
-				qdisc_restore_root(ifindex, st.saved_qdisc, st.saved_qdisc_len, e2,
-						   sizeof(e2));
+			if (tree.count &&
+			    tc_tree_replay(ifindex, tree.buf, tree.len, e2, sizeof(e2)))
+				cli_error(ctx, "attach %s: %s", a.iface, e2);
 		}
 		if (pinning)
 			iface_unpin_all(ctx->pin_root, a.iface);
 		pins_remove_unused_globals(ctx->pin_root);
 	}
 	classifier_bpf__destroy(skel);
+	tc_tree_free(&tree);
 	if (tags_fd >= 0)
 		close(tags_fd);
 	if (sstats_fd >= 0)

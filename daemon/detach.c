@@ -50,7 +50,8 @@ int do_detach(const struct cli_ctx *ctx, int argc, char **argv)
 		goto out;
 	}
 	if (r) {
-		cli_error(ctx, "detach %s: unreadable attach record (%s)", iface, strerror(-r));
+		iface_state_strerror(ctx->pin_root, iface, r, err, sizeof(err));
+		cli_error(ctx, "detach %s: %s", iface, err);
 		goto out;
 	}
 	if (st.netns_ino != current_netns_ino()) {
@@ -63,9 +64,11 @@ int do_detach(const struct cli_ctx *ctx, int argc, char **argv)
 	if (if_nametoindex(iface) != st.ifindex) {
 		/* The device is gone (or re-created): its qdisc and hook went with it. */
 		iface_unpin_all(ctx->pin_root, iface);
-	} else if (iface_teardown(ctx->pin_root, iface, &st, err, sizeof(err))) {
-		cli_error(ctx, "detach %s: %s", iface, err);
+	} else if ((r = iface_teardown(ctx->pin_root, iface, &st, err, sizeof(err))) < 0) {
+		cli_error(ctx, "detach %s: %s (run detach again once that is fixed)", iface, err);
 		goto out;
+	} else if (r > 0) {
+		cli_warn(ctx, "detach %s: %s", iface, err);
 	}
 	pins_remove_unused_globals(ctx->pin_root);
 	if (ctx->json) {
@@ -74,12 +77,16 @@ int do_detach(const struct cli_ctx *ctx, int argc, char **argv)
 		json_object_object_add(o, "iface", json_object_new_string(iface));
 		json_object_object_add(o, "result", json_object_new_string("detached"));
 		json_object_object_add(o, "restored_qdisc",
-				       json_object_new_boolean(st.saved_qdisc_len > 0));
+				       json_object_new_boolean(st.saved_tree_len > 0 && r == 0));
 		printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
 		json_object_put(o);
 	} else {
-		printf("detached %s%s\n", iface,
-		       st.saved_qdisc_len ? " (previous root qdisc restored)" : "");
+		if (st.saved_tree_len && r == 0)
+			printf("detached %s (previous qdisc tree restored: %u qdiscs, classes and "
+			       "filters)\n",
+			       iface, st.saved_tree_objs);
+		else
+			printf("detached %s\n", iface);
 	}
 	ret = 0;
 out:

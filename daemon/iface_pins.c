@@ -13,9 +13,16 @@
 #include "iface_pins.h"
 #include "pins.h"
 #include "qdisc.h"
+#include "tc_tree.h"
 
-static int read_pinned_value(const char *root, const char *iface, const char *name, void *value)
+/* Reads entry 0 of a pinned array whose value must be `size` bytes. A map of another size
+ * (another layout) is -EPROTO and never copied: its value would not fit. *found_size, if
+ * set, gets the map's value size. */
+static int read_pinned_value(const char *root, const char *iface, const char *name, void *value,
+			     size_t size, __u32 *found_size)
 {
+	struct bpf_map_info info = {};
+	__u32 len = sizeof(info);
 	char path[PATH_MAX];
 	__u32 key = 0;
 	int fd, r = 0;
@@ -25,8 +32,14 @@ static int read_pinned_value(const char *root, const char *iface, const char *na
 	fd = bpf_obj_get(path);
 	if (fd < 0)
 		return -errno;
-	if (bpf_map_lookup_elem(fd, &key, value))
+	if (bpf_obj_get_info_by_fd(fd, &info, &len))
 		r = -errno;
+	else if (info.value_size != size)
+		r = -EPROTO;
+	else if (bpf_map_lookup_elem(fd, &key, value))
+		r = -errno;
+	if (found_size)
+		*found_size = info.value_size;
 	close(fd);
 	return r;
 }
@@ -40,16 +53,29 @@ uint64_t current_netns_ino(void)
 
 int iface_state_read(const char *root, const char *iface, struct mercury_attach_state *st)
 {
-	int r = read_pinned_value(root, iface, PIN_STATE, st);
+	int r = read_pinned_value(root, iface, PIN_STATE, st, sizeof(*st), NULL);
 
 	if (r == 0 && st->layout_version != MERCURY_LAYOUT_VERSION)
 		return -EPROTO;
 	return r;
 }
 
+void iface_state_strerror(const char *root, const char *iface, int r, char *buf, size_t len)
+{
+	if (r == -EPROTO)
+		snprintf(buf, len,
+			 "the attach record %s/%s/%s has another layout than this mercuryd's "
+			 "(version %d): detach with the mercuryd that attached it, or clear it by "
+			 "hand (tc qdisc del dev %s root; rm -r %s/%s)",
+			 root, iface, PIN_STATE, MERCURY_LAYOUT_VERSION, iface, root, iface);
+	else
+		snprintf(buf, len, "unreadable attach record %s/%s/%s (%s)", root, iface,
+			 PIN_STATE, strerror(-r));
+}
+
 int iface_cfg_read(const char *root, const char *iface, struct mercury_iface_cfg *cfg)
 {
-	return read_pinned_value(root, iface, PIN_CFG, cfg);
+	return read_pinned_value(root, iface, PIN_CFG, cfg, sizeof(*cfg), NULL);
 }
 
 int iface_stats_read(const char *root, const char *iface, struct mercury_stats *sum)
@@ -103,7 +129,8 @@ void iface_state_hook(const struct mercury_attach_state *st, struct tc_hook_resu
 
 void iface_unpin_all(const char *root, const char *iface)
 {
-	static const char *const names[] = {PIN_LINK, PIN_PROG, PIN_CFG, PIN_STATS, PIN_STATE};
+	static const char *const names[] = {PIN_LINK,  PIN_PROG,  PIN_CFG,
+							    PIN_STATS, PIN_STATE, PIN_SAVED_TREE};
 	char path[PATH_MAX];
 
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
@@ -155,6 +182,36 @@ int iface_for_each(const char *root, int (*fn)(const char *iface, void *arg), vo
 	return r;
 }
 
+/*
+ * Puts back the tree attach --force replaced. Replays over the kernel's default root, or over
+ * the saved root's own handle (a replay cut short). If someone installed another root since,
+ * theirs wins: 1 with err saying so.
+ */
+static int restore_tree(const char *root, const char *iface, const struct mercury_attach_state *st,
+			char *err, size_t errlen)
+{
+	struct mercury_saved_tree *tree = malloc(sizeof(*tree));
+	int r;
+
+	if (!tree)
+		return -ENOMEM;
+	r = read_pinned_value(root, iface, PIN_SAVED_TREE, tree, sizeof(*tree), NULL);
+	if (r) {
+		snprintf(err, errlen, "cannot read the saved qdisc tree (%s/%s/%s): %s", root, iface,
+			 PIN_SAVED_TREE, strerror(-r));
+	} else if (tree->len > sizeof(tree->msgs) || tree->len != st->saved_tree_len) {
+		snprintf(err, errlen, "the saved qdisc tree of %s is inconsistent (%u bytes, %u expected)",
+			 iface, tree->len, st->saved_tree_len);
+		r = -EPROTO;
+	} else {
+		r = tc_tree_replay((int)st->ifindex, tree->msgs, tree->len, err, errlen);
+		if (r == -EBUSY)
+			r = 1;
+	}
+	free(tree);
+	return r;
+}
+
 int iface_teardown(const char *root, const char *iface, const struct mercury_attach_state *st,
 		   char *err, size_t errlen)
 {
@@ -162,6 +219,7 @@ int iface_teardown(const char *root, const char *iface, const struct mercury_att
 	char link_pin[PATH_MAX];
 	int r;
 
+	err[0] = '\0';
 	pins_path(link_pin, sizeof(link_pin), root, iface, PIN_LINK);
 	iface_state_hook(st, &hook);
 	r = tc_hook_detach((int)st->ifindex, &hook, link_pin, err, errlen);
@@ -170,16 +228,11 @@ int iface_teardown(const char *root, const char *iface, const struct mercury_att
 	r = qdisc_remove((int)st->ifindex, st->qdisc_handle, err, errlen);
 	if (r && r != -ENOENT)
 		return r;
-	/* Restore the replaced root only over the kernel's default: if someone installed
-	 * their own root since, theirs wins. */
-	struct qdisc_root now;
-	if (st->saved_qdisc_len && qdisc_get_root((int)st->ifindex, &now, err, errlen) == 0 &&
-	    now.is_default) {
-		r = qdisc_restore_root((int)st->ifindex, st->saved_qdisc, st->saved_qdisc_len, err,
-				       errlen);
-		if (r)
-			return r;
+	if (st->saved_tree_len) {
+		r = restore_tree(root, iface, st, err, errlen);
+		if (r < 0)
+			return r; /* the pins stay: a second detach tries again */
 	}
 	iface_unpin_all(root, iface);
-	return 0;
+	return r > 0 ? 1 : 0;
 }

@@ -12,12 +12,15 @@
 #define PIN_CFG	  "cfg"
 #define PIN_STATS "stats"
 #define PIN_STATE "attach_state"
+#define PIN_SAVED_TREE "saved_tree"
 
 /* Inode of the caller's network namespace: interface names and indexes are per namespace. */
 uint64_t current_netns_ino(void);
 
 /* 0 and *st filled, -ENOENT when the interface is not attached, other -errno on failure. */
 int iface_state_read(const char *root, const char *iface, struct mercury_attach_state *st);
+/* Why iface_state_read() failed with r, and what to do, as one line. */
+void iface_state_strerror(const char *root, const char *iface, int r, char *buf, size_t len);
 int iface_cfg_read(const char *root, const char *iface, struct mercury_iface_cfg *cfg);
 /* Sums the per-CPU counters. */
 int iface_stats_read(const char *root, const char *iface, struct mercury_stats *sum);
@@ -33,8 +36,10 @@ void pins_remove_unused_globals(const char *root);
 /* Calls fn for each attached interface (each directory holding an attach record). */
 int iface_for_each(const char *root, int (*fn)(const char *iface, void *arg), void *arg);
 
-/* Undoes an attach described by st: hook, qdisc (restoring a replaced root), pins. Used by
- * detach and by attach --force. Returns 0 or -errno with err set. */
+/* Undoes an attach described by st: hook, qdisc (replaying the tree it replaced), pins. Used
+ * by detach and by attach --force. 0, or 1 when done but the saved tree was not put back
+ * because another root has taken its place (err says which), or -errno with err set and the
+ * pins kept so that running it again finishes the job. */
 int iface_teardown(const char *root, const char *iface, const struct mercury_attach_state *st,
 		   char *err, size_t errlen);
 

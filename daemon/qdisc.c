@@ -4,6 +4,7 @@
  */
 #include "qdisc.h"
 #include "band_plan.h"
+#include "tc_tree.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -142,8 +143,8 @@ static int on_error(struct sockaddr_nl *who, struct nlmsgerr *e, void *arg)
 }
 
 /* Sends msg (not consumed) and receives until ACK, error or end of dump. */
-static int nl_request(struct qdisc_ctx *c, struct nl_msg *msg,
-		      int (*valid)(struct nl_msg *, void *), void *arg, char *kerr, size_t kerrlen)
+int qdisc_nl_request(struct qdisc_ctx *c, struct nl_msg *msg, int (*valid)(struct nl_msg *, void *),
+		     void *arg, char *kerr, size_t kerrlen)
 {
 	struct nl_answer a = {.kerr = kerr, .kerrlen = kerrlen, .valid = valid, .valid_arg = arg};
 	struct nl_cb *cb;
@@ -181,7 +182,7 @@ static int nl_request(struct qdisc_ctx *c, struct nl_msg *msg,
 
 int qdisc_nl_transact(struct qdisc_ctx *c, struct nl_msg *msg, char *kerr, size_t kerrlen)
 {
-	int rc = nl_request(c, msg, NULL, NULL, kerr, kerrlen);
+	int rc = qdisc_nl_request(c, msg, NULL, NULL, kerr, kerrlen);
 
 	nlmsg_free(msg);
 	return rc;
@@ -289,7 +290,7 @@ int qdisc_root_fetch(struct qdisc_ctx *c, struct nlmsghdr **out)
 		snprintf(c->err, c->errlen, "cannot build a qdisc dump request: out of memory");
 		return -ENOMEM;
 	}
-	rc = nl_request(c, msg, on_qdisc, &f, kerr, sizeof(kerr));
+	rc = qdisc_nl_request(c, msg, on_qdisc, &f, kerr, sizeof(kerr));
 	nlmsg_free(msg);
 	if (rc < 0) {
 		free(f.found);
@@ -334,6 +335,11 @@ static int ctx_root(struct qdisc_ctx *c, struct qdisc_root *r, struct nlmsghdr *
 	return 0;
 }
 
+int qdisc_ctx_root(struct qdisc_ctx *c, struct qdisc_root *r)
+{
+	return ctx_root(c, r, NULL);
+}
+
 int qdisc_get_root(int ifindex, struct qdisc_root *out, char *err, size_t errlen)
 {
 	struct qdisc_ctx c;
@@ -346,119 +352,9 @@ int qdisc_get_root(int ifindex, struct qdisc_root *out, char *err, size_t errlen
 	return rc;
 }
 
-/* ---- save / restore ---- */
-
-/* Rewrites a dumped root as a creatable RTM_NEWQDISC: tcmsg, TCA_KIND, TCA_OPTIONS only. */
-static int strip_root(struct qdisc_ctx *c, const struct nlmsghdr *h, uint8_t *buf, size_t cap,
-		      size_t *len)
-{
-	struct nlattr *tb[TCA_MAX + 1];
-	struct tcmsg t = *(const struct tcmsg *)nlmsg_data(h);
-	struct nl_msg *msg;
-	struct nlmsghdr *out;
-	int rc = 0;
-
-	if (nlmsg_parse((struct nlmsghdr *)h, sizeof(t), tb, TCA_MAX, NULL) < 0 || !tb[TCA_KIND]) {
-		snprintf(c->err, c->errlen, "root qdisc of %s came without a kind", c->ifname);
-		return -EPROTO;
-	}
-	t.tcm_info = 0;
-	msg = nlmsg_alloc_simple(RTM_NEWQDISC, 0);
-	if (!msg || nlmsg_append(msg, &t, sizeof(t), NLMSG_ALIGNTO) < 0 ||
-	    nla_put(msg, tb[TCA_KIND]->nla_type, nla_len(tb[TCA_KIND]), nla_data(tb[TCA_KIND])) <
-		0 ||
-	    (tb[TCA_OPTIONS] && nla_put(msg, tb[TCA_OPTIONS]->nla_type, nla_len(tb[TCA_OPTIONS]),
-					nla_data(tb[TCA_OPTIONS])) < 0)) {
-		nlmsg_free(msg);
-		snprintf(c->err, c->errlen, "cannot copy the root qdisc of %s: out of memory",
-			 c->ifname);
-		return -ENOMEM;
-	}
-	out = nlmsg_hdr(msg);
-	if (out->nlmsg_len > cap) {
-		snprintf(c->err, c->errlen,
-			 "root qdisc of %s takes %u bytes, more than the %zu Mercury can keep",
-			 c->ifname, out->nlmsg_len, cap);
-		rc = -ENOSPC;
-	} else {
-		memcpy(buf, out, out->nlmsg_len);
-		*len = out->nlmsg_len;
-	}
-	nlmsg_free(msg);
-	return rc;
-}
-
-int qdisc_save_root(int ifindex, uint8_t *buf, size_t cap, size_t *len, char *err, size_t errlen)
-{
-	struct qdisc_ctx c;
-	struct nlmsghdr *h = NULL;
-	int rc = qdisc_ctx_open(&c, ifindex, err, errlen);
-
-	*len = 0;
-	if (rc < 0)
-		return rc;
-	rc = qdisc_root_fetch(&c, &h);
-	if (rc == 0 && h && ((struct tcmsg *)nlmsg_data(h))->tcm_handle != 0)
-		rc = strip_root(&c, h, buf, cap, len);
-	free(h);
-	qdisc_ctx_close(&c);
-	return rc;
-}
-
-static int ctx_restore(struct qdisc_ctx *c, const uint8_t *buf, size_t len)
-{
-	const struct nlmsghdr *h = (const struct nlmsghdr *)buf;
-	struct qdisc_root saved;
-	struct nl_msg *msg;
-	struct tcmsg *t;
-	char kerr[KERR_LEN];
-	int rc;
-
-	if (len < NLMSG_LENGTH(sizeof(struct tcmsg)) || h->nlmsg_len != len ||
-	    h->nlmsg_type != RTM_NEWQDISC) {
-		snprintf(c->err, c->errlen,
-			 "saved root qdisc is not an RTM_NEWQDISC message (%zu bytes); cannot "
-			 "restore %s, set its qdisc by hand",
-			 len, c->ifname);
-		return -EINVAL;
-	}
-	root_from_msg(h, &saved);
-	msg = nlmsg_alloc_simple(RTM_NEWQDISC, NLM_F_CREATE | NLM_F_REPLACE);
-	if (!msg ||
-	    nlmsg_append(msg, (void *)NLMSG_DATA(h), len - NLMSG_HDRLEN, NLMSG_ALIGNTO) < 0) {
-		nlmsg_free(msg);
-		snprintf(c->err, c->errlen, "cannot build the restore request: out of memory");
-		return -ENOMEM;
-	}
-	t = nlmsg_data(nlmsg_hdr(msg));
-	t->tcm_ifindex = c->ifindex;
-	t->tcm_parent = TC_H_ROOT;
-	rc = qdisc_nl_transact(c, msg, kerr, sizeof(kerr));
-	if (rc < 0) {
-		char what[64];
-
-		snprintf(what, sizeof(what), "restoring root qdisc '%s' %x:", saved.kind,
-			 saved.handle >> 16);
-		return qdisc_fail(c, rc, NULL, what, kerr);
-	}
-	return 0;
-}
-
-int qdisc_restore_root(int ifindex, const uint8_t *buf, size_t len, char *err, size_t errlen)
-{
-	struct qdisc_ctx c;
-	int rc = qdisc_ctx_open(&c, ifindex, err, errlen);
-
-	if (rc < 0)
-		return rc;
-	rc = ctx_restore(&c, buf, len);
-	qdisc_ctx_close(&c);
-	return rc;
-}
-
 /* ---- install / remove ---- */
 
-static int ctx_delete_root(struct qdisc_ctx *c, uint32_t handle)
+int qdisc_ctx_delete_root(struct qdisc_ctx *c, uint32_t handle)
 {
 	struct rtnl_qdisc *q = rtnl_qdisc_alloc();
 	struct nl_msg *msg = NULL;
@@ -507,11 +403,12 @@ static int create_backend(struct qdisc_ctx *c, const struct qdisc_spec *s, bool 
 	}
 }
 
-/* Puts things back after a failed create: our root goes, a foreign one comes back. */
-static void rollback(struct qdisc_ctx *c, uint32_t handle, const uint8_t *saved, size_t saved_len)
+/* Puts things back after a failed create or a trial: our root goes, a foreign tree comes back. */
+static void rollback(struct qdisc_ctx *c, uint32_t handle, const struct tc_tree *saved)
 {
 	struct qdisc_root now;
 	char *keep_err = c->err;
+	size_t keep_len = c->errlen;
 	char scratch[256];
 
 	/* The create's message stays in err; rollback errors go to scratch. */
@@ -519,16 +416,12 @@ static void rollback(struct qdisc_ctx *c, uint32_t handle, const uint8_t *saved,
 	c->errlen = sizeof(scratch);
 	if (ctx_root(c, &now, NULL) == 0) {
 		if (now.handle == handle)
-			ctx_delete_root(c, handle);
-		if (saved_len) {
-			struct qdisc_root old;
-
-			root_from_msg((const struct nlmsghdr *)saved, &old);
-			if (ctx_root(c, &now, NULL) == 0 && now.handle != old.handle)
-				ctx_restore(c, saved, saved_len);
-		}
+			qdisc_ctx_delete_root(c, handle);
+		if (saved->count && ctx_root(c, &now, NULL) == 0 && now.is_default)
+			tc_tree_replay_ctx(c, saved->buf, saved->len);
 	}
 	c->err = keep_err;
+	c->errlen = keep_len;
 }
 
 static int ctx_install(struct qdisc_ctx *c, const struct qdisc_spec *spec, bool hw_only, bool *hw,
@@ -537,9 +430,7 @@ static int ctx_install(struct qdisc_ctx *c, const struct qdisc_spec *spec, bool 
 	struct qdisc_spec s = *spec;
 	struct mercury_iface_cfg plan;
 	struct qdisc_root root;
-	struct nlmsghdr *h = NULL;
-	uint8_t saved[MERCURY_SAVED_QDISC_MAX];
-	size_t saved_len = 0;
+	struct tc_tree saved = {0};
 	int rc;
 
 	if (!s.handle)
@@ -547,27 +438,22 @@ static int ctx_install(struct qdisc_ctx *c, const struct qdisc_spec *spec, bool 
 	rc = band_plan(s.backend, s.nbands, s.default_band, s.handle, &plan, c->err, c->errlen);
 	if (rc < 0)
 		return rc;
-	rc = ctx_root(c, &root, &h);
+	rc = ctx_root(c, &root, NULL);
 	if (rc < 0)
 		return rc;
-	if (h && root.handle == s.handle) {
+	if (root.handle == s.handle && !root.is_default)
 		/* Mercury's own root (a crash leftover or a re-attach): the kernel cannot
 		 * replace a qdisc by one of another kind under the same handle, so it goes. */
-		free(h);
-		h = NULL;
-		rc = ctx_delete_root(c, s.handle);
-		if (rc < 0)
-			return rc;
-	}
-	if (h && !root.is_default)
-		rc = strip_root(c, h, saved, sizeof(saved), &saved_len);
-	free(h);
+		rc = qdisc_ctx_delete_root(c, s.handle);
+	else if (!root.is_default)
+		rc = tc_tree_save_ctx(c, &saved); /* for the rollback */
 	if (rc < 0)
 		return rc;
 
 	rc = create_backend(c, &s, hw_only, hw, warn, warnlen);
 	if (rc < 0)
-		rollback(c, s.handle, saved, saved_len);
+		rollback(c, s.handle, &saved);
+	tc_tree_free(&saved);
 	return rc;
 }
 
@@ -608,7 +494,7 @@ int qdisc_remove(int ifindex, uint32_t handle, char *err, size_t errlen)
 			 c.ifname, root.kind, root.handle >> 16, handle >> 16);
 		rc = -ENOENT;
 	} else if (rc == 0) {
-		rc = ctx_delete_root(&c, handle);
+		rc = qdisc_ctx_delete_root(&c, handle);
 	}
 	qdisc_ctx_close(&c);
 	return rc;
@@ -663,9 +549,7 @@ int qdisc_pick_auto(int ifindex, uint64_t rate_bps, enum mercury_backend *out, c
 						     MERCURY_BACKEND_ETS, MERCURY_BACKEND_HTB,
 						     MERCURY_BACKEND_TBF};
 	char tried[512] = "", err[256], rate_src[64] = "";
-	uint8_t saved[MERCURY_SAVED_QDISC_MAX];
-	size_t saved_len = 0;
-	struct nlmsghdr *h = NULL;
+	struct tc_tree saved = {0};
 	struct qdisc_ctx c;
 	struct qdisc_root root;
 	int rc;
@@ -674,17 +558,14 @@ int qdisc_pick_auto(int ifindex, uint64_t rate_bps, enum mercury_backend *out, c
 	rc = qdisc_ctx_open(&c, ifindex, why, whylen);
 	if (rc < 0)
 		return rc;
-	rc = ctx_root(&c, &root, &h);
+	rc = ctx_root(&c, &root, NULL);
 	if (rc == 0 && root.handle == MERCURY_QDISC_HANDLE) {
 		/* A leftover of Mercury's (the caller checked its attach record): drop it. */
-		free(h);
-		h = NULL;
-		rc = ctx_delete_root(&c, MERCURY_QDISC_HANDLE);
+		rc = qdisc_ctx_delete_root(&c, MERCURY_QDISC_HANDLE);
+	} else if (rc == 0 && !root.is_default) {
+		/* Trials replace the root: keep a foreign tree to put back after each. */
+		rc = tc_tree_save_ctx(&c, &saved);
 	}
-	/* Trials replace the root: keep a foreign one to put back after each. */
-	if (rc == 0 && h && !root.is_default)
-		rc = strip_root(&c, h, saved, sizeof(saved), &saved_len);
-	free(h);
 	if (rc < 0)
 		goto out;
 	if (rate_bps) {
@@ -725,7 +606,7 @@ int qdisc_pick_auto(int ifindex, uint64_t rate_bps, enum mercury_backend *out, c
 		rc = ctx_install(&c, &s, true, &hw, NULL, 0);
 		if (rc == 0) {
 			/* Only a trial: take it down and put a foreign root back. */
-			rollback(&c, MERCURY_QDISC_HANDLE, saved, saved_len);
+			rollback(&c, MERCURY_QDISC_HANDLE, &saved);
 			*out = b;
 			trim_tail(tried);
 			snprintf(why, whylen, "%s%s%s%s%s", backend_name(b),
@@ -740,6 +621,7 @@ int qdisc_pick_auto(int ifindex, uint64_t rate_bps, enum mercury_backend *out, c
 	snprintf(why, whylen, "no qdisc backend works on %s: %s", c.ifname, tried);
 	rc = -EOPNOTSUPP;
 out:
+	tc_tree_free(&saved);
 	qdisc_ctx_close(&c);
 	return rc;
 }

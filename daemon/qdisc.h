@@ -8,11 +8,12 @@
  *
  * How attach/detach use this:
  *   attach: qdisc_get_root(); if the root is not the kernel default and not to be replaced,
- *           stop; with --force, qdisc_save_root() into attach_state.saved_qdisc first.
+ *           stop; with --force, tc_tree_save() + tc_tree_verify() (tc_tree.h) into the
+ *           saved_tree pin first.
  *           For auto, qdisc_pick_auto() (and qdisc_link_rate() for htb/tbf without --rate).
  *           band_plan_fit_bands() (mqprio) -> band_plan() -> qdisc_install().
  *   detach: qdisc_remove(ifindex, attach_state.qdisc_handle) -> the kernel re-creates its
- *           default root; then, if saved_qdisc_len > 0, qdisc_restore_root(saved_qdisc).
+ *           default root; then, if a tree was saved, tc_tree_replay().
  *           -ENOENT from qdisc_remove means Mercury's root is no longer there (someone
  *           replaced or deleted it): nothing was touched; warn and carry on.
  */
@@ -33,17 +34,6 @@ struct qdisc_root {
 };
 
 int qdisc_get_root(int ifindex, struct qdisc_root *out, char *err, size_t errlen);
-
-/*
- * Saves the root qdisc as one RTM_NEWQDISC netlink message (header, tcmsg, TCA_KIND,
- * TCA_OPTIONS; statistics dropped) into buf. *len = 0 when the root is the kernel default
- * (nothing to restore). Only the root qdisc itself is kept: classes, child qdiscs and
- * filters of a foreign tree are not. -ENOSPC when the message exceeds cap.
- */
-int qdisc_save_root(int ifindex, uint8_t *buf, size_t cap, size_t *len, char *err, size_t errlen);
-
-/* Re-creates a root saved by qdisc_save_root() on ifindex (create + replace). */
-int qdisc_restore_root(int ifindex, const uint8_t *buf, size_t len, char *err, size_t errlen);
 
 struct qdisc_spec {
 	int ifindex;
@@ -108,6 +98,14 @@ void qdisc_ctx_close(struct qdisc_ctx *c);
 /* Copy (malloc'd) of the device's root qdisc message; *out NULL if the device shows none. */
 struct nlmsghdr;
 int qdisc_root_fetch(struct qdisc_ctx *c, struct nlmsghdr **out);
+
+/* Sends msg (not consumed) and receives until ACK, error or end of dump; valid (may be
+ * NULL) sees each answer. Returns 0 or a negative errno; kerr gets the extack text. */
+int qdisc_nl_request(struct qdisc_ctx *c, struct nl_msg *msg, int (*valid)(struct nl_msg *, void *),
+		     void *arg, char *kerr, size_t kerrlen);
+/* The root as qdisc_get_root() reports it; deleting a root by handle. */
+int qdisc_ctx_root(struct qdisc_ctx *c, struct qdisc_root *r);
+int qdisc_ctx_delete_root(struct qdisc_ctx *c, uint32_t handle);
 
 /* Sends msg (consumed) and waits for the kernel's answer; kerr gets the extack text. */
 int qdisc_nl_transact(struct qdisc_ctx *c, struct nl_msg *msg, char *kerr, size_t kerrlen);

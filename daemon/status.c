@@ -98,7 +98,7 @@ static int show_one(const char *iface, void *arg)
 				       json_object_new_int64(st.qdisc_handle >> 16));
 		json_object_object_add(o, "mqprio_hw", json_object_new_boolean(st.mqprio_hw));
 		json_object_object_add(o, "replaced_root_saved",
-				       json_object_new_boolean(st.saved_qdisc_len > 0));
+				       json_object_new_boolean(st.saved_tree_len > 0));
 		json_object_object_add(o, "attached_at_ns",
 				       json_object_new_int64((int64_t)st.attached_at_ns));
 		json_object_object_add(o, "pins", json_object_new_string(dir));

@@ -11,7 +11,7 @@
 #include <linux/types.h>
 #endif
 
-#define MERCURY_LAYOUT_VERSION 2
+#define MERCURY_LAYOUT_VERSION 3
 
 /* Priority levels carried by tags: 0 is the most urgent. */
 #define MERCURY_MAX_LEVELS 16
@@ -108,7 +108,17 @@ enum mercury_hook {
 	MERCURY_HOOK_CLSACT,
 };
 
-#define MERCURY_SAVED_QDISC_MAX 2048
+/*
+ * Value of the array "saved_tree" (one entry): the qdisc tree that attach --force replaced
+ * (root, classes, child qdiscs, filters) as the rtnetlink messages that create it again, in
+ * that order (daemon/tc_tree.h). detach replays them.
+ */
+#define MERCURY_SAVED_TREE_MAX 65528
+struct mercury_saved_tree {
+	__u32 len;   /* bytes of msgs in use */
+	__u32 count; /* messages */
+	__u8 msgs[MERCURY_SAVED_TREE_MAX];
+};
 
 /*
  * Value of the array "attach_state" (one entry): what attach did, so that detach undoes
@@ -128,10 +138,11 @@ struct mercury_attach_state {
 	__u32 tc_priority;  /* clsact filter priority (clsact hook only) */
 	__u32 created_clsact;
 	__u32 mqprio_hw;       /* mqprio: 1 when offloaded to the NIC */
-	__u32 saved_qdisc_len; /* bytes of saved_qdisc in use; 0 when the old root was default */
+	__u32 saved_tree_len; /* bytes in "saved_tree"; 0 when the old root was the default */
 	__u64 attached_at_ns;  /* CLOCK_REALTIME */
 	__u64 netns_ino;       /* inode of the network namespace of ifindex (/proc/self/ns/net) */
-	__u8 saved_qdisc[MERCURY_SAVED_QDISC_MAX]; /* RTM_NEWQDISC of the replaced root, --force */
+	__u32 saved_tree_objs; /* qdiscs, classes and filters in "saved_tree" */
+	__u32 saved_root;      /* handle of the replaced root (major << 16); 0 when none */
 };
 
 #endif /* MERCURY_ABI_H */

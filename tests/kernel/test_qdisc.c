@@ -26,6 +26,7 @@
 
 #include "band_plan.h"
 #include "qdisc.h"
+#include "tc_tree.h"
 
 #define TIME_LIMIT_S 120
 #define RATE	     25000000ull /* 200 Mbit/s in bytes/s */
@@ -522,15 +523,14 @@ static void test_foreign_root_save_restore(void **state)
 			       .default_band = 7,
 			       .rate_bps = RATE};
 	char dflt[4096], foreign[4096], now[4096], err[256];
-	uint8_t saved[MERCURY_SAVED_QDISC_MAX];
-	size_t len = 1;
+	struct tc_tree t;
 	struct qdisc_root r;
 
 	(void)state;
 	tc_show(dev1, dflt, sizeof(dflt));
 	/* the kernel default root needs no saving */
-	assert_int_equal(qdisc_save_root(if1, saved, sizeof(saved), &len, err, sizeof(err)), 0);
-	assert_int_equal(len, 0);
+	assert_int_equal(tc_tree_save(if1, &t, err, sizeof(err)), 0);
+	assert_int_equal(t.count, 0);
 
 	assert_int_equal(sh("tc qdisc add dev %s root handle 1: tbf rate 10mbit burst 32kbit "
 			    "latency 400ms",
@@ -542,10 +542,10 @@ static void test_foreign_root_save_restore(void **state)
 	assert_int_equal(r.handle, 0x10000);
 	assert_false(r.is_default);
 
-	/* too small a buffer is an error, not a truncated copy */
-	assert_int_equal(qdisc_save_root(if1, saved, 16, &len, err, sizeof(err)), -ENOSPC);
-	assert_int_equal(qdisc_save_root(if1, saved, sizeof(saved), &len, err, sizeof(err)), 0);
-	assert_true(len > 20 && len <= sizeof(saved));
+	assert_int_equal(tc_tree_save(if1, &t, err, sizeof(err)), 0);
+	assert_int_equal(t.count, 1);
+	assert_int_equal(tc_tree_root_handle(t.buf, t.len), 0x10000);
+	assert_int_equal(tc_tree_verify(t.buf, t.len, 1, err, sizeof(err)), 0);
 
 	/* remove refuses a root that is not Mercury's */
 	assert_int_equal(qdisc_remove(if1, 0, err, sizeof(err)), -ENOENT);
@@ -555,16 +555,19 @@ static void test_foreign_root_save_restore(void **state)
 	assert_int_equal(qdisc_install(&s, NULL, NULL, 0, err, sizeof(err)), 0);
 	assert_int_equal(qdisc_get_root(if1, &r, err, sizeof(err)), 0);
 	assert_string_equal(r.kind, "htb");
+	/* replay refuses to replace someone's root */
+	assert_int_equal(tc_tree_replay(if1, t.buf, t.len, err, sizeof(err)), -EBUSY);
 	assert_int_equal(qdisc_remove(if1, 0, err, sizeof(err)), 0);
 	tc_show(dev1, now, sizeof(now));
 	assert_string_equal(now, dflt);
 
-	assert_int_equal(qdisc_restore_root(if1, saved, len, err, sizeof(err)), 0);
+	assert_int_equal(tc_tree_replay(if1, t.buf, t.len, err, sizeof(err)), 0);
 	tc_show(dev1, now, sizeof(now));
 	assert_string_equal(now, foreign);
 
 	/* garbage is refused */
-	assert_int_equal(qdisc_restore_root(if1, saved, len - 1, err, sizeof(err)), -EINVAL);
+	assert_int_equal(tc_tree_replay(if1, t.buf, t.len - 1, err, sizeof(err)), -EINVAL);
+	tc_tree_free(&t);
 }
 
 /* A failed install over a foreign root leaves that root exactly as it was. */

@@ -1,0 +1,756 @@
+/*
+ * Saving and replaying a device's egress qdisc tree (tc_tree.h): dump qdiscs, classes and
+ * filters over rtnetlink, rewrite each into the message that creates it, order parents
+ * first; replay sends them back; verify replays on a scratch veth and compares.
+ */
+#include "tc_tree.h"
+#include "qdisc.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <net/if.h>
+#include <sys/wait.h>
+
+#include <linux/netlink.h>
+#include <linux/pkt_cls.h>
+#include <linux/pkt_sched.h>
+#include <linux/rtnetlink.h>
+#include <netlink/netlink.h>
+#include <netlink/msg.h>
+#include <netlink/attr.h>
+#include <netlink/route/link.h>
+#include <netlink/route/link/veth.h>
+
+#define TREE_MAX_OBJS 4096
+#define KERR_LEN      256
+
+/* Qdiscs whose classes are made by tc class add; every other kind's classes come with it. */
+static bool kind_has_user_classes(const char *kind)
+{
+	static const char *const kinds[] = {"htb", "hfsc", "drr", "qfq"};
+
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+		if (!strcmp(kind, kinds[i]))
+			return true;
+	return false;
+}
+
+/* ---- one object: a creatable message ---- */
+
+struct obj_list {
+	struct nlmsghdr **v;
+	unsigned n;
+};
+
+static void obj_list_free(struct obj_list *l)
+{
+	for (unsigned i = 0; i < l->n; i++)
+		free(l->v[i]);
+	free(l->v);
+	l->v = NULL;
+	l->n = 0;
+}
+
+static int obj_list_push(struct obj_list *l, struct nlmsghdr *h)
+{
+	struct nlmsghdr **v;
+
+	if (l->n >= TREE_MAX_OBJS)
+		return -E2BIG;
+	v = realloc(l->v, (l->n + 1) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	l->v = v;
+	l->v[l->n++] = h;
+	return 0;
+}
+
+static const struct tcmsg *tcm_of(const struct nlmsghdr *h)
+{
+	return nlmsg_data(h);
+}
+
+static void kind_of(const struct nlmsghdr *h, char *kind, size_t len)
+{
+	struct nlattr *tb[TCA_MAX + 1];
+
+	snprintf(kind, len, "?");
+	if (nlmsg_parse((struct nlmsghdr *)h, sizeof(struct tcmsg), tb, TCA_MAX, NULL) == 0 &&
+	    tb[TCA_KIND])
+		snprintf(kind, len, "%.*s", nla_len(tb[TCA_KIND]),
+			 (const char *)nla_data(tb[TCA_KIND]));
+}
+
+/* The attribute of a filter kind's flags word, which a dump fills with hardware status bits. */
+static int filter_flags_attr(int type, const char *kind)
+{
+	if (type != RTM_NEWTFILTER)
+		return -1;
+	if (!strcmp(kind, "u32"))
+		return TCA_U32_FLAGS;
+	if (!strcmp(kind, "matchall"))
+		return TCA_MATCHALL_FLAGS;
+	if (!strcmp(kind, "flower"))
+		return TCA_FLOWER_FLAGS;
+	return -1;
+}
+
+/* Copies one TCA_OPTIONS attribute, dropping counters and putting back what a dump writes
+ * differently from what a create takes. */
+static int put_options(struct nl_msg *out, int type, const char *kind, const struct nlattr *opt)
+{
+	struct nlattr *nest, *a;
+	int rem;
+
+	bool htb_qdisc = type == RTM_NEWQDISC && !strcmp(kind, "htb");
+	bool u32_filter = type == RTM_NEWTFILTER && !strcmp(kind, "u32");
+	int flags_attr = filter_flags_attr(type, kind);
+
+	if (!htb_qdisc && flags_attr < 0)
+		return nla_put(out, opt->nla_type, nla_len(opt), nla_data(opt));
+	nest = nla_nest_start(out, opt->nla_type & NLA_TYPE_MASK);
+	if (!nest)
+		return -NLE_NOMEM;
+	nla_for_each_nested(a, opt, rem)
+	{
+		int t = nla_type(a);
+
+		if (u32_filter && t == TCA_U32_PCNT)
+			continue; /* hit counters */
+		if (t == flags_attr && nla_len(a) == sizeof(__u32)) {
+			/* in_hw / not_in_hw are the kernel's report; a create takes only skip_* */
+			if (nla_put_u32(out, t,
+					nla_get_u32(a) & (TCA_CLS_FLAGS_SKIP_HW | TCA_CLS_FLAGS_SKIP_SW)) <
+			    0)
+				return -NLE_NOMEM;
+			continue;
+		}
+		if (htb_qdisc && t == TCA_HTB_INIT && nla_len(a) >= (int)sizeof(struct tc_htb_glob)) {
+			struct tc_htb_glob g;
+
+			memcpy(&g, nla_data(a), sizeof(g));
+			g.version = 3; /* dumped as HTB_VER, created only as HTB_VER >> 16 */
+			g.direct_pkts = 0;
+			if (nla_put(out, t, sizeof(g), &g) < 0)
+				return -NLE_NOMEM;
+			continue;
+		}
+		if (nla_put(out, a->nla_type, nla_len(a), nla_data(a)) < 0)
+			return -NLE_NOMEM;
+	}
+	nla_nest_end(out, nest);
+	return 0;
+}
+
+/* The message that creates the dumped object h (type RTM_NEW*), malloc'd into *out. */
+static int creatable(const struct nlmsghdr *h, struct nlmsghdr **out)
+{
+	struct nlattr *tb[TCA_MAX + 1];
+	struct tcmsg t = *tcm_of(h);
+	struct nl_msg *msg;
+	char kind[IFNAMSIZ];
+	int rc = 0;
+
+	*out = NULL;
+	if (nlmsg_parse((struct nlmsghdr *)h, sizeof(t), tb, TCA_MAX, NULL) < 0 || !tb[TCA_KIND])
+		return -EPROTO;
+	kind_of(h, kind, sizeof(kind));
+	t.tcm_ifindex = 0;
+	if (h->nlmsg_type != RTM_NEWTFILTER)
+		t.tcm_info = 0; /* a qdisc's refcount, a class's leaf handle */
+	if (h->nlmsg_type == RTM_NEWTCLASS && t.tcm_parent == TC_H_ROOT)
+		t.tcm_parent = TC_H_MAJ(t.tcm_handle); /* a top class, as `parent X:` */
+	msg = nlmsg_alloc_simple(h->nlmsg_type, 0);
+	if (!msg)
+		return -ENOMEM;
+	if (nlmsg_append(msg, &t, sizeof(t), NLMSG_ALIGNTO) < 0 ||
+	    nla_put(msg, TCA_KIND, nla_len(tb[TCA_KIND]), nla_data(tb[TCA_KIND])) < 0 ||
+	    (tb[TCA_OPTIONS] && put_options(msg, h->nlmsg_type, kind, tb[TCA_OPTIONS]) < 0) ||
+	    (tb[TCA_CHAIN] && nla_put_u32(msg, TCA_CHAIN, nla_get_u32(tb[TCA_CHAIN])) < 0) ||
+	    (tb[TCA_STAB] && nla_put(msg, tb[TCA_STAB]->nla_type, nla_len(tb[TCA_STAB]),
+				     nla_data(tb[TCA_STAB])) < 0)) {
+		rc = -ENOMEM;
+	} else {
+		*out = malloc(nlmsg_hdr(msg)->nlmsg_len);
+		if (*out)
+			memcpy(*out, nlmsg_hdr(msg), nlmsg_hdr(msg)->nlmsg_len);
+		else
+			rc = -ENOMEM;
+	}
+	nlmsg_free(msg);
+	return rc;
+}
+
+/* ---- dumping ---- */
+
+struct dump_ctx {
+	int ifindex;
+	int type; /* RTM_NEWQDISC, RTM_NEWTCLASS, RTM_NEWTFILTER */
+	struct obj_list *raw;
+	int rc;
+};
+
+static int on_dumped(struct nl_msg *msg, void *arg)
+{
+	struct dump_ctx *d = arg;
+	struct nlmsghdr *h = nlmsg_hdr(msg), *copy;
+
+	if (h->nlmsg_type != d->type || h->nlmsg_len < NLMSG_LENGTH(sizeof(struct tcmsg)) ||
+	    tcm_of(h)->tcm_ifindex != d->ifindex || d->rc)
+		return NL_OK;
+	copy = malloc(h->nlmsg_len);
+	if (!copy) {
+		d->rc = -ENOMEM;
+		return NL_OK;
+	}
+	memcpy(copy, h, h->nlmsg_len);
+	d->rc = obj_list_push(d->raw, copy);
+	if (d->rc)
+		free(copy);
+	return NL_OK;
+}
+
+static int dump(struct qdisc_ctx *c, int get_type, uint32_t parent, struct obj_list *raw)
+{
+	struct tcmsg t = {.tcm_family = AF_UNSPEC, .tcm_ifindex = c->ifindex, .tcm_parent = parent};
+	struct dump_ctx d = {.ifindex = c->ifindex, .type = get_type - 2, .raw = raw};
+	char kerr[KERR_LEN];
+	struct nl_msg *msg = nlmsg_alloc_simple(get_type, NLM_F_DUMP);
+	int rc;
+
+	if (!msg || nlmsg_append(msg, &t, sizeof(t), NLMSG_ALIGNTO) < 0) {
+		nlmsg_free(msg);
+		return -ENOMEM;
+	}
+	rc = qdisc_nl_request(c, msg, on_dumped, &d, kerr, sizeof(kerr));
+	nlmsg_free(msg);
+	return rc ? rc : d.rc;
+}
+
+static const struct nlmsghdr *find_qdisc(const struct obj_list *q, uint32_t major)
+{
+	for (unsigned i = 0; i < q->n; i++)
+		if (tcm_of(q->v[i])->tcm_handle == major)
+			return q->v[i];
+	return NULL;
+}
+
+static bool is_root_u32_table(const struct nlmsghdr *h)
+{
+	uint32_t handle = tcm_of(h)->tcm_handle;
+	char kind[8];
+
+	kind_of(h, kind, sizeof(kind));
+	/* hash table ids 0x800-0xfff are the kernel's own: each u32 instance makes its root */
+	return !strcmp(kind, "u32") && (handle & 0xfffff) == 0 && (handle >> 20) >= 0x800;
+}
+
+/* The root tree's qdiscs (kernel-made ones left out), classes and filters, as dumped. */
+static int dump_tree(struct qdisc_ctx *c, struct obj_list *qd, struct obj_list *cl,
+		     struct obj_list *fl)
+{
+	struct obj_list all = {0}, classes = {0}, filters = {0};
+	uint32_t root = 0;
+	int rc = dump(c, RTM_GETQDISC, 0, &all);
+
+	for (unsigned i = 0; rc == 0 && i < all.n; i++)
+		if (tcm_of(all.v[i])->tcm_parent == TC_H_ROOT)
+			root = tcm_of(all.v[i])->tcm_handle;
+	if (rc || !root)
+		goto out;
+	/* Reachable from the root, made by someone (handle != 0): parents come earlier in a
+	 * qdisc dump than their children, so one pass keeps each whose parent is kept. */
+	for (unsigned i = 0; i < all.n; i++) {
+		const struct tcmsg *t = tcm_of(all.v[i]);
+
+		if (!t->tcm_handle || t->tcm_parent == TC_H_INGRESS) /* ingress, clsact */
+			continue;
+		if (t->tcm_parent != TC_H_ROOT && !find_qdisc(qd, TC_H_MAJ(t->tcm_parent)))
+			continue;
+		rc = obj_list_push(qd, all.v[i]);
+		if (rc)
+			goto out;
+		all.v[i] = NULL;
+	}
+	rc = dump(c, RTM_GETTCLASS, 0, &classes);
+	for (unsigned i = 0; rc == 0 && i < classes.n; i++) {
+		const struct nlmsghdr *q = find_qdisc(qd, TC_H_MAJ(tcm_of(classes.v[i])->tcm_handle));
+		char kind[IFNAMSIZ];
+
+		if (!q)
+			continue;
+		kind_of(q, kind, sizeof(kind));
+		if (kind_has_user_classes(kind)) {
+			rc = obj_list_push(cl, classes.v[i]);
+			classes.v[i] = NULL;
+		}
+	}
+	/* Filters hang off a qdisc (parent X:) or a class with a block of its own (X:Y). */
+	for (unsigned i = 0; rc == 0 && i < qd->n; i++)
+		rc = dump(c, RTM_GETTFILTER, tcm_of(qd->v[i])->tcm_handle, &filters);
+	for (unsigned i = 0; rc == 0 && i < cl->n; i++)
+		rc = dump(c, RTM_GETTFILTER, tcm_of(cl->v[i])->tcm_handle, &filters);
+	for (unsigned i = 0; rc == 0 && i < filters.n; i++) {
+		/* handle 0 is the header of a filter instance, made with its first filter */
+		if (!tcm_of(filters.v[i])->tcm_handle || is_root_u32_table(filters.v[i]))
+			continue;
+		rc = obj_list_push(fl, filters.v[i]);
+		filters.v[i] = NULL;
+	}
+out:
+	obj_list_free(&all);
+	obj_list_free(&classes);
+	obj_list_free(&filters);
+	return rc;
+}
+
+/* ---- ordering and the saved form ---- */
+
+static bool emitted_handle(const struct obj_list *done, int type, uint32_t handle)
+{
+	for (unsigned i = 0; i < done->n; i++)
+		if (done->v[i]->nlmsg_type == type && tcm_of(done->v[i])->tcm_handle == handle)
+			return true;
+	return false;
+}
+
+/* Can a qdisc or class with this parent be created once `done` exists? */
+static bool parent_ready(const struct obj_list *done, uint32_t parent)
+{
+	const struct nlmsghdr *q = find_qdisc(done, TC_H_MAJ(parent));
+	char kind[IFNAMSIZ];
+
+	if (!q)
+		return false;
+	if (!TC_H_MIN(parent))
+		return true;
+	kind_of(q, kind, sizeof(kind));
+	/* classes of prio, mq, ets ... exist with their qdisc */
+	return !kind_has_user_classes(kind) || emitted_handle(done, RTM_NEWTCLASS, parent);
+}
+
+/* A qdisc needs its parent; a class its qdisc and, below the top, its parent class. A top
+ * class is dumped with parent TC_H_ROOT even when its qdisc is not the root. */
+static bool creatable_now(const struct obj_list *done, const struct nlmsghdr *h)
+{
+	const struct tcmsg *t = tcm_of(h);
+
+	if (h->nlmsg_type == RTM_NEWTCLASS)
+		return parent_ready(done, t->tcm_parent == TC_H_ROOT ? TC_H_MAJ(t->tcm_handle)
+								       : t->tcm_parent);
+	return t->tcm_parent == TC_H_ROOT || parent_ready(done, t->tcm_parent);
+}
+
+static int tree_append(struct tc_tree *t, const struct nlmsghdr *h)
+{
+	size_t need = NLMSG_ALIGN(h->nlmsg_len);
+
+	if (t->len + need > t->cap) {
+		size_t cap = t->cap ? t->cap * 2 : 4096;
+		uint8_t *b;
+
+		while (cap < t->len + need)
+			cap *= 2;
+		b = realloc(t->buf, cap);
+		if (!b)
+			return -ENOMEM;
+		t->buf = b;
+		t->cap = cap;
+	}
+	memset(t->buf + t->len, 0, need);
+	memcpy(t->buf + t->len, h, h->nlmsg_len);
+	t->len += need;
+	t->count++;
+	return 0;
+}
+
+static void describe(const struct nlmsghdr *h, char *out, size_t len)
+{
+	const struct tcmsg *t = tcm_of(h);
+	char kind[IFNAMSIZ];
+
+	kind_of(h, kind, sizeof(kind));
+	if (h->nlmsg_type == RTM_NEWTFILTER)
+		snprintf(out, len, "filter %s parent %x:%x pref %u handle %x", kind,
+			 TC_H_MAJ(t->tcm_parent) >> 16, TC_H_MIN(t->tcm_parent),
+			 TC_H_MAJ(t->tcm_info) >> 16, t->tcm_handle);
+	else if (t->tcm_parent == TC_H_ROOT)
+		snprintf(out, len, "qdisc %s %x: root", kind, t->tcm_handle >> 16);
+	else
+		snprintf(out, len, "%s %s %x:%x parent %x:%x",
+			 h->nlmsg_type == RTM_NEWQDISC ? "qdisc" : "class", kind,
+			 TC_H_MAJ(t->tcm_handle) >> 16, TC_H_MIN(t->tcm_handle),
+			 TC_H_MAJ(t->tcm_parent) >> 16, TC_H_MIN(t->tcm_parent));
+}
+
+/* Rewrites every dumped object into its creating message and orders them for replay. */
+static int build_tree(struct qdisc_ctx *c, struct obj_list *qd, struct obj_list *cl,
+		      struct obj_list *fl, struct tc_tree *t)
+{
+	struct obj_list done = {0}; /* borrowed pointers */
+	unsigned left = qd->n + cl->n;
+	int rc = 0;
+
+	while (left && rc == 0) {
+		unsigned before = left;
+
+		for (int pass = 0; pass < 2; pass++) {
+			struct obj_list *l = pass ? cl : qd;
+
+			for (unsigned i = 0; i < l->n && rc == 0; i++) {
+				const struct nlmsghdr *h = l->v[i];
+
+				if (emitted_handle(&done, h->nlmsg_type, tcm_of(h)->tcm_handle) ||
+				    !creatable_now(&done, h))
+					continue;
+				rc = obj_list_push(&done, l->v[i]);
+				left--;
+			}
+		}
+		if (left == before && rc == 0) {
+			snprintf(c->err, c->errlen,
+				 "the qdisc tree of %s has objects whose parent is not in it; "
+				 "cannot save it",
+				 c->ifname);
+			rc = -ENOTSUP;
+		}
+	}
+	for (unsigned i = 0; i < fl->n && rc == 0; i++)
+		rc = obj_list_push(&done, fl->v[i]);
+	for (unsigned i = 0; i < done.n && rc == 0; i++) {
+		struct nlmsghdr *m;
+
+		rc = creatable(done.v[i], &m);
+		if (rc == 0)
+			rc = tree_append(t, m);
+		free(m);
+	}
+	free(done.v);
+	return rc;
+}
+
+int tc_tree_save_ctx(struct qdisc_ctx *c, struct tc_tree *t)
+{
+	struct obj_list qd = {0}, cl = {0}, fl = {0};
+	int rc;
+
+	memset(t, 0, sizeof(*t));
+	rc = dump_tree(c, &qd, &cl, &fl);
+	if (rc == 0 && qd.n)
+		rc = build_tree(c, &qd, &cl, &fl, t);
+	else if (rc)
+		rc = qdisc_fail(c, rc, NULL, "reading the qdisc tree", NULL);
+	obj_list_free(&qd);
+	obj_list_free(&cl);
+	obj_list_free(&fl);
+	if (rc)
+		tc_tree_free(t);
+	return rc;
+}
+
+int tc_tree_save(int ifindex, struct tc_tree *t, char *err, size_t errlen)
+{
+	struct qdisc_ctx c;
+	int rc = qdisc_ctx_open(&c, ifindex, err, errlen);
+
+	memset(t, 0, sizeof(*t));
+	if (rc < 0)
+		return rc;
+	rc = tc_tree_save_ctx(&c, t);
+	qdisc_ctx_close(&c);
+	return rc;
+}
+
+void tc_tree_free(struct tc_tree *t)
+{
+	free(t->buf);
+	memset(t, 0, sizeof(*t));
+}
+
+/* ---- walking the saved form ---- */
+
+/* The i-th message, or NULL past the end or on a malformed buffer. */
+static const struct nlmsghdr *msg_at(const uint8_t *buf, size_t len, unsigned i)
+{
+	size_t off = 0;
+
+	for (unsigned k = 0;; k++) {
+		const struct nlmsghdr *h = (const struct nlmsghdr *)(buf + off);
+
+		if (len - off < NLMSG_LENGTH(sizeof(struct tcmsg)) || h->nlmsg_len > len - off ||
+		    h->nlmsg_len < NLMSG_LENGTH(sizeof(struct tcmsg)))
+			return NULL;
+		if (k == i)
+			return h;
+		off += NLMSG_ALIGN(h->nlmsg_len);
+		if (off >= len)
+			return NULL;
+	}
+}
+
+int tc_tree_count(const uint8_t *buf, size_t len)
+{
+	size_t off = 0;
+	int n = 0;
+
+	while (off < len) {
+		const struct nlmsghdr *h = (const struct nlmsghdr *)(buf + off);
+
+		if (len - off < NLMSG_LENGTH(sizeof(struct tcmsg)) || h->nlmsg_len > len - off ||
+		    h->nlmsg_len < NLMSG_LENGTH(sizeof(struct tcmsg)) ||
+		    (h->nlmsg_type != RTM_NEWQDISC && h->nlmsg_type != RTM_NEWTCLASS &&
+		     h->nlmsg_type != RTM_NEWTFILTER))
+			return -EINVAL;
+		off += NLMSG_ALIGN(h->nlmsg_len);
+		n++;
+	}
+	return n;
+}
+
+uint32_t tc_tree_root_handle(const uint8_t *buf, size_t len)
+{
+	const struct nlmsghdr *h = len ? msg_at(buf, len, 0) : NULL;
+
+	return h && h->nlmsg_type == RTM_NEWQDISC ? tcm_of(h)->tcm_handle : 0;
+}
+
+void tc_tree_describe(const uint8_t *buf, size_t len, unsigned i, char *out, size_t outlen)
+{
+	const struct nlmsghdr *h = msg_at(buf, len, i);
+
+	if (h)
+		describe(h, out, outlen);
+	else
+		snprintf(out, outlen, "object %u (none)", i);
+}
+
+/* ---- replay ---- */
+
+int tc_tree_replay_ctx(struct qdisc_ctx *c, const uint8_t *buf, size_t len)
+{
+	int n = tc_tree_count(buf, len);
+	struct qdisc_root now;
+	uint32_t root = tc_tree_root_handle(buf, len);
+	int rc;
+
+	if (n <= 0 || !root) {
+		snprintf(c->err, c->errlen,
+			 "the saved qdisc tree of %s is unreadable (%zu bytes); set its qdiscs by "
+			 "hand",
+			 c->ifname, len);
+		return -EINVAL;
+	}
+	rc = qdisc_ctx_root(c, &now);
+	if (rc)
+		return rc;
+	if (!now.is_default && now.handle != root) {
+		snprintf(c->err, c->errlen,
+			 "root qdisc of %s is now '%s %x:', not the kernel default: someone "
+			 "replaced it, so the saved tree is not put back",
+			 c->ifname, now.kind, now.handle >> 16);
+		return -EBUSY;
+	}
+	if (!now.is_default) {
+		/* the saved root's handle: a replay that was cut short; start again */
+		rc = qdisc_ctx_delete_root(c, root);
+		if (rc)
+			return rc;
+	}
+	for (int i = 0; i < n; i++) {
+		const struct nlmsghdr *h = msg_at(buf, len, (unsigned)i);
+		int flags = NLM_F_CREATE | (i == 0 ? NLM_F_REPLACE : NLM_F_EXCL);
+		struct nl_msg *msg = nlmsg_alloc_simple(h->nlmsg_type, flags);
+		char kerr[KERR_LEN], what[128];
+		struct tcmsg *t;
+
+		if (!msg || nlmsg_append(msg, (void *)NLMSG_DATA(h), h->nlmsg_len - NLMSG_HDRLEN,
+					 NLMSG_ALIGNTO) < 0) {
+			nlmsg_free(msg);
+			snprintf(c->err, c->errlen, "cannot build a restore request: out of memory");
+			return -ENOMEM;
+		}
+		t = nlmsg_data(nlmsg_hdr(msg));
+		t->tcm_ifindex = c->ifindex;
+		rc = qdisc_nl_transact(c, msg, kerr, sizeof(kerr));
+		if (rc) {
+			char d[96];
+
+			describe(h, d, sizeof(d));
+			snprintf(what, sizeof(what), "restoring %s", d);
+			return qdisc_fail(c, rc, NULL, what, kerr);
+		}
+	}
+	return 0;
+}
+
+int tc_tree_replay(int ifindex, const uint8_t *buf, size_t len, char *err, size_t errlen)
+{
+	struct qdisc_ctx c;
+	int rc = qdisc_ctx_open(&c, ifindex, err, errlen);
+
+	if (rc < 0)
+		return rc;
+	rc = tc_tree_replay_ctx(&c, buf, len);
+	qdisc_ctx_close(&c);
+	return rc;
+}
+
+/* ---- verify on a scratch device ---- */
+
+static bool same_object(const struct nlmsghdr *a, const struct nlmsghdr *b)
+{
+	return a->nlmsg_type == b->nlmsg_type && a->nlmsg_len == b->nlmsg_len &&
+	       !memcmp(NLMSG_DATA(a), NLMSG_DATA(b), a->nlmsg_len - NLMSG_HDRLEN);
+}
+
+/* First object of a with no equal in b (each used once), as its index, or -1. */
+static int first_unmatched(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
+{
+	int na = tc_tree_count(a, alen), nb = tc_tree_count(b, blen);
+	bool *used = calloc(nb > 0 ? (size_t)nb : 1, sizeof(bool));
+	int miss = -1;
+
+	if (!used)
+		return 0;
+	for (int i = 0; i < na && miss < 0; i++) {
+		const struct nlmsghdr *x = msg_at(a, alen, (unsigned)i);
+		bool found = false;
+
+		for (int j = 0; j < nb && !found; j++) {
+			if (!used[j] && same_object(x, msg_at(b, blen, (unsigned)j)))
+				used[j] = found = true;
+		}
+		if (!found)
+			miss = i;
+	}
+	free(used);
+	return miss;
+}
+
+static int scratch_veth(unsigned num_tx_queues, char *err, size_t errlen)
+{
+	struct rtnl_link *link = rtnl_link_veth_alloc(), *peer, *now = NULL, *up;
+	struct nl_sock *sk = nl_socket_alloc();
+	int rc = -ENOMEM;
+
+	if (!link || !sk)
+		goto out;
+	rc = nl_connect(sk, NETLINK_ROUTE);
+	if (rc < 0)
+		goto nlerr;
+	peer = rtnl_link_veth_get_peer(link);
+	rtnl_link_set_name(link, "mqscratch0");
+	rtnl_link_set_num_tx_queues(link, num_tx_queues ? num_tx_queues : 1);
+	rtnl_link_set_name(peer, "mqscratch1");
+	rtnl_link_put(peer);
+	rc = rtnl_link_add(sk, link, NLM_F_CREATE | NLM_F_EXCL);
+	if (rc == 0)
+		rc = rtnl_link_get_kernel(sk, 0, "mqscratch0", &now);
+	if (rc < 0)
+		goto nlerr;
+	up = rtnl_link_alloc();
+	rc = -ENOMEM;
+	if (up) {
+		rtnl_link_set_flags(up, IFF_UP);
+		rc = rtnl_link_change(sk, now, up, 0);
+		rtnl_link_put(up);
+	}
+	if (rc == 0)
+		rc = rtnl_link_get_ifindex(now);
+	if (rc >= 0)
+		goto out;
+nlerr:
+	snprintf(err, errlen, "cannot make a scratch veth to check the qdisc tree on: %s",
+		 nl_geterror(rc));
+	rc = -EIO;
+out:
+	if (now)
+		rtnl_link_put(now);
+	if (link)
+		rtnl_link_veth_release(link);
+	if (sk)
+		nl_socket_free(sk);
+	return rc;
+}
+
+/* Runs in the child: its own network namespace, a veth, replay, read back, compare. */
+static int verify_here(const uint8_t *buf, size_t len, unsigned num_tx_queues, char *err,
+		       size_t errlen)
+{
+	struct tc_tree back;
+	char what[128];
+	int ifindex, rc, miss;
+
+	if (unshare(CLONE_NEWNET)) {
+		snprintf(err, errlen, "cannot make a scratch network namespace: %s",
+			 strerror(errno));
+		return -errno;
+	}
+	ifindex = scratch_veth(num_tx_queues, err, errlen);
+	if (ifindex < 0)
+		return ifindex;
+	rc = tc_tree_replay(ifindex, buf, len, err, errlen);
+	if (rc)
+		return -ENOTSUP; /* err names the object the kernel refused */
+	rc = tc_tree_save(ifindex, &back, err, errlen);
+	if (rc)
+		return rc;
+	miss = first_unmatched(buf, len, back.buf, back.len);
+	if (miss >= 0) {
+		tc_tree_describe(buf, len, (unsigned)miss, what, sizeof(what));
+		snprintf(err, errlen, "%s does not come back the same when re-created", what);
+	} else if ((miss = first_unmatched(back.buf, back.len, buf, len)) >= 0) {
+		tc_tree_describe(back.buf, back.len, (unsigned)miss, what, sizeof(what));
+		snprintf(err, errlen, "re-creating the tree also makes %s", what);
+	}
+	tc_tree_free(&back);
+	return miss >= 0 ? -ENOTSUP : 0;
+}
+
+int tc_tree_verify(const uint8_t *buf, size_t len, unsigned num_tx_queues, char *err,
+		   size_t errlen)
+{
+	int fds[2], status = 0;
+	ssize_t got = 0;
+	pid_t pid;
+
+	if (pipe(fds)) {
+		snprintf(err, errlen, "cannot check the qdisc tree: pipe: %s", strerror(errno));
+		return -errno;
+	}
+	pid = fork();
+	if (pid < 0) {
+		snprintf(err, errlen, "cannot check the qdisc tree: fork: %s", strerror(errno));
+		close(fds[0]);
+		close(fds[1]);
+		return -EAGAIN;
+	}
+	if (pid == 0) {
+		char msg[512] = "";
+		int rc;
+
+		close(fds[0]);
+		rc = verify_here(buf, len, num_tx_queues, msg, sizeof(msg));
+		if (write(fds[1], msg, strlen(msg)) < 0)
+			rc = rc ? rc : -EIO;
+		_exit(rc < 0 ? (-rc & 0xff) : 0);
+	}
+	close(fds[1]);
+	if (errlen) {
+		err[0] = '\0';
+		got = read(fds[0], err, errlen - 1);
+		err[got > 0 ? got : 0] = '\0';
+	}
+	close(fds[0]);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+		return 0;
+	if (errlen && !err[0])
+		snprintf(err, errlen, "checking the qdisc tree on a scratch device failed");
+	return WIFEXITED(status) ? -WEXITSTATUS(status) : -EIO;
+}
