@@ -69,8 +69,8 @@ void iface_state_strerror(const char *root, const char *iface, int r, char *buf,
 			 "hand (tc qdisc del dev %s root; rm -r %s/%s)",
 			 root, iface, PIN_STATE, MERCURY_LAYOUT_VERSION, iface, root, iface);
 	else
-		snprintf(buf, len, "unreadable attach record %s/%s/%s (%s)", root, iface,
-			 PIN_STATE, strerror(-r));
+		snprintf(buf, len, "unreadable attach record %s/%s/%s (%s)", root, iface, PIN_STATE,
+			 strerror(-r));
 }
 
 int iface_cfg_read(const char *root, const char *iface, struct mercury_iface_cfg *cfg)
@@ -130,7 +130,7 @@ void iface_state_hook(const struct mercury_attach_state *st, struct tc_hook_resu
 void iface_unpin_all(const char *root, const char *iface)
 {
 	static const char *const names[] = {PIN_LINK,  PIN_PROG,  PIN_CFG,
-							    PIN_STATS, PIN_STATE, PIN_SAVED_TREE};
+					    PIN_STATS, PIN_STATE, PIN_SAVED_TREE};
 	char path[PATH_MAX];
 
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
@@ -197,10 +197,11 @@ static int restore_tree(const char *root, const char *iface, const struct mercur
 		return -ENOMEM;
 	r = read_pinned_value(root, iface, PIN_SAVED_TREE, tree, sizeof(*tree), NULL);
 	if (r) {
-		snprintf(err, errlen, "cannot read the saved qdisc tree (%s/%s/%s): %s", root, iface,
-			 PIN_SAVED_TREE, strerror(-r));
+		snprintf(err, errlen, "cannot read the saved qdisc tree (%s/%s/%s): %s", root,
+			 iface, PIN_SAVED_TREE, strerror(-r));
 	} else if (tree->len > sizeof(tree->msgs) || tree->len != st->saved_tree_len) {
-		snprintf(err, errlen, "the saved qdisc tree of %s is inconsistent (%u bytes, %u expected)",
+		snprintf(err, errlen,
+			 "the saved qdisc tree of %s is inconsistent (%u bytes, %u expected)",
 			 iface, tree->len, st->saved_tree_len);
 		r = -EPROTO;
 	} else {

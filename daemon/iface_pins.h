@@ -7,11 +7,11 @@
 #include "tc_hook.h"
 
 /* Names of the pins in <root>/<iface>/. */
-#define PIN_PROG  "prog"
-#define PIN_LINK  "link"
-#define PIN_CFG	  "cfg"
-#define PIN_STATS "stats"
-#define PIN_STATE "attach_state"
+#define PIN_PROG       "prog"
+#define PIN_LINK       "link"
+#define PIN_CFG	       "cfg"
+#define PIN_STATS      "stats"
+#define PIN_STATE      "attach_state"
 #define PIN_SAVED_TREE "saved_tree"
 
 /* Inode of the caller's network namespace: interface names and indexes are per namespace. */

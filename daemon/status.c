@@ -51,10 +51,16 @@ static const char *health(const char *root, const char *iface,
 		return "device gone";
 	pins_path(link_pin, sizeof(link_pin), root, iface, PIN_LINK);
 	iface_state_hook(st, &hook);
-	if (!tc_hook_present((int)st->ifindex, &hook, link_pin))
+	bool hooked = tc_hook_present((int)st->ifindex, &hook, link_pin);
+	bool ours = qdisc_get_root((int)st->ifindex, &qr, err, sizeof(err)) == 0 &&
+		    qr.handle == st->qdisc_handle;
+
+	/* A detach that stopped after taking Mercury out but before the old tree was back. */
+	if (!hooked && !ours && (qr.is_default || (st->saved_root && qr.handle == st->saved_root)))
+		return "detach incomplete (run detach again)";
+	if (!hooked)
 		return "classifier missing";
-	if (qdisc_get_root((int)st->ifindex, &qr, err, sizeof(err)) == 0 &&
-	    qr.handle != st->qdisc_handle)
+	if (!ours)
 		return "root qdisc replaced";
 	return "ok";
 }

@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -124,12 +125,13 @@ static int put_options(struct nl_msg *out, int type, const char *kind, const str
 		if (t == flags_attr && nla_len(a) == sizeof(__u32)) {
 			/* in_hw / not_in_hw are the kernel's report; a create takes only skip_* */
 			if (nla_put_u32(out, t,
-					nla_get_u32(a) & (TCA_CLS_FLAGS_SKIP_HW | TCA_CLS_FLAGS_SKIP_SW)) <
-			    0)
+					nla_get_u32(a) &
+					    (TCA_CLS_FLAGS_SKIP_HW | TCA_CLS_FLAGS_SKIP_SW)) < 0)
 				return -NLE_NOMEM;
 			continue;
 		}
-		if (htb_qdisc && t == TCA_HTB_INIT && nla_len(a) >= (int)sizeof(struct tc_htb_glob)) {
+		if (htb_qdisc && t == TCA_HTB_INIT &&
+		    nla_len(a) >= (int)sizeof(struct tc_htb_glob)) {
 			struct tc_htb_glob g;
 
 			memcpy(&g, nla_data(a), sizeof(g));
@@ -190,6 +192,7 @@ static int creatable(const struct nlmsghdr *h, struct nlmsghdr **out)
 struct dump_ctx {
 	int ifindex;
 	int type; /* RTM_NEWQDISC, RTM_NEWTCLASS, RTM_NEWTFILTER */
+	uint32_t parent;
 	struct obj_list *raw;
 	int rc;
 };
@@ -208,6 +211,10 @@ static int on_dumped(struct nl_msg *msg, void *arg)
 		return NL_OK;
 	}
 	memcpy(copy, h, h->nlmsg_len);
+	/* A filter dump names only the qdisc (X:), also for a class's filters: the block is
+	 * the one asked for. */
+	if (d->type == RTM_NEWTFILTER && d->parent)
+		((struct tcmsg *)nlmsg_data(copy))->tcm_parent = d->parent;
 	d->rc = obj_list_push(d->raw, copy);
 	if (d->rc)
 		free(copy);
@@ -217,7 +224,8 @@ static int on_dumped(struct nl_msg *msg, void *arg)
 static int dump(struct qdisc_ctx *c, int get_type, uint32_t parent, struct obj_list *raw)
 {
 	struct tcmsg t = {.tcm_family = AF_UNSPEC, .tcm_ifindex = c->ifindex, .tcm_parent = parent};
-	struct dump_ctx d = {.ifindex = c->ifindex, .type = get_type - 2, .raw = raw};
+	struct dump_ctx d = {
+	    .ifindex = c->ifindex, .type = get_type - 2, .parent = parent, .raw = raw};
 	char kerr[KERR_LEN];
 	struct nl_msg *msg = nlmsg_alloc_simple(get_type, NLM_F_DUMP);
 	int rc;
@@ -249,6 +257,95 @@ static bool is_root_u32_table(const struct nlmsghdr *h)
 	return !strcmp(kind, "u32") && (handle & 0xfffff) == 0 && (handle >> 20) >= 0x800;
 }
 
+static uint32_t chain_of(const struct nlmsghdr *h)
+{
+	struct nlattr *tb[TCA_MAX + 1];
+
+	if (nlmsg_parse((struct nlmsghdr *)h, sizeof(struct tcmsg), tb, TCA_MAX, NULL) == 0 &&
+	    tb[TCA_CHAIN])
+		return nla_get_u32(tb[TCA_CHAIN]);
+	return 0;
+}
+
+/* Same filter instance: one block (parent), chain and preference. */
+static bool same_instance(const struct nlmsghdr *a, const struct nlmsghdr *b)
+{
+	return tcm_of(a)->tcm_parent == tcm_of(b)->tcm_parent &&
+	       TC_H_MAJ(tcm_of(a)->tcm_info) == TC_H_MAJ(tcm_of(b)->tcm_info) &&
+	       chain_of(a) == chain_of(b);
+}
+
+static bool is_u32(const struct nlmsghdr *h)
+{
+	char kind[8];
+
+	kind_of(h, kind, sizeof(kind));
+	return !strcmp(kind, "u32");
+}
+
+/*
+ * u32 instances of one qdisc share one space of hash-table ids, handed out in creation order
+ * (800:, 801:, ...), and a dump of one instance lists every table of its preference, its
+ * neighbours' on other classes too. So: replay the instances in the order of their root
+ * table's id, and refuse a tree where two instances share a preference, whose tables no dump
+ * can tell apart.
+ */
+static int u32_order(struct qdisc_ctx *c, struct obj_list *f)
+{
+	uint32_t *key = calloc(f->n ? f->n : 1, sizeof(*key));
+
+	if (!key)
+		return -ENOMEM;
+	for (unsigned i = 0; i < f->n; i++) {
+		if (!is_u32(f->v[i]) || !tcm_of(f->v[i])->tcm_handle)
+			continue;
+		for (unsigned j = 0; j < f->n; j++) {
+			const struct nlmsghdr *o = f->v[j];
+
+			if (j == i || !is_u32(o))
+				continue;
+			if (same_instance(o, f->v[i])) {
+				if (is_root_u32_table(o) &&
+				    (!key[i] || (tcm_of(o)->tcm_handle >> 20) < key[i]))
+					key[i] = tcm_of(o)->tcm_handle >> 20;
+				continue;
+			}
+			if (tcm_of(o)->tcm_handle != tcm_of(f->v[i])->tcm_handle ||
+			    TC_H_MAJ(tcm_of(o)->tcm_info) != TC_H_MAJ(tcm_of(f->v[i])->tcm_info))
+				continue;
+			snprintf(c->err, c->errlen,
+				 "u32 filters of pref %u on %x:%x and %x:%x of %s share their hash "
+				 "tables in every dump, so which is whose cannot be saved; give "
+				 "them different prefs",
+				 TC_H_MAJ(tcm_of(o)->tcm_info) >> 16,
+				 TC_H_MAJ(tcm_of(o)->tcm_parent) >> 16,
+				 TC_H_MIN(tcm_of(o)->tcm_parent),
+				 TC_H_MAJ(tcm_of(f->v[i])->tcm_parent) >> 16,
+				 TC_H_MIN(tcm_of(f->v[i])->tcm_parent), c->ifname);
+			free(key);
+			return -ENOTSUP;
+		}
+		if (is_root_u32_table(f->v[i]) &&
+		    (!key[i] || (tcm_of(f->v[i])->tcm_handle >> 20) < key[i]))
+			key[i] = tcm_of(f->v[i])->tcm_handle >> 20;
+	}
+	/* stable insertion sort by key: other kinds (key 0) keep their place ahead */
+	for (unsigned i = 1; i < f->n; i++) {
+		struct nlmsghdr *h = f->v[i];
+		uint32_t k = key[i];
+		unsigned j = i;
+
+		for (; j > 0 && key[j - 1] > k; j--) {
+			f->v[j] = f->v[j - 1];
+			key[j] = key[j - 1];
+		}
+		f->v[j] = h;
+		key[j] = k;
+	}
+	free(key);
+	return 0;
+}
+
 /* The root tree's qdiscs (kernel-made ones left out), classes and filters, as dumped. */
 static int dump_tree(struct qdisc_ctx *c, struct obj_list *qd, struct obj_list *cl,
 		     struct obj_list *fl)
@@ -278,7 +375,8 @@ static int dump_tree(struct qdisc_ctx *c, struct obj_list *qd, struct obj_list *
 	}
 	rc = dump(c, RTM_GETTCLASS, 0, &classes);
 	for (unsigned i = 0; rc == 0 && i < classes.n; i++) {
-		const struct nlmsghdr *q = find_qdisc(qd, TC_H_MAJ(tcm_of(classes.v[i])->tcm_handle));
+		const struct nlmsghdr *q =
+		    find_qdisc(qd, TC_H_MAJ(tcm_of(classes.v[i])->tcm_handle));
 		char kind[IFNAMSIZ];
 
 		if (!q)
@@ -294,6 +392,8 @@ static int dump_tree(struct qdisc_ctx *c, struct obj_list *qd, struct obj_list *
 		rc = dump(c, RTM_GETTFILTER, tcm_of(qd->v[i])->tcm_handle, &filters);
 	for (unsigned i = 0; rc == 0 && i < cl->n; i++)
 		rc = dump(c, RTM_GETTFILTER, tcm_of(cl->v[i])->tcm_handle, &filters);
+	if (rc == 0)
+		rc = u32_order(c, &filters);
 	for (unsigned i = 0; rc == 0 && i < filters.n; i++) {
 		/* handle 0 is the header of a filter instance, made with its first filter */
 		if (!tcm_of(filters.v[i])->tcm_handle || is_root_u32_table(filters.v[i]))
@@ -341,7 +441,7 @@ static bool creatable_now(const struct obj_list *done, const struct nlmsghdr *h)
 
 	if (h->nlmsg_type == RTM_NEWTCLASS)
 		return parent_ready(done, t->tcm_parent == TC_H_ROOT ? TC_H_MAJ(t->tcm_handle)
-								       : t->tcm_parent);
+								     : t->tcm_parent);
 	return t->tcm_parent == TC_H_ROOT || parent_ready(done, t->tcm_parent);
 }
 
@@ -442,7 +542,7 @@ int tc_tree_save_ctx(struct qdisc_ctx *c, struct tc_tree *t)
 	rc = dump_tree(c, &qd, &cl, &fl);
 	if (rc == 0 && qd.n)
 		rc = build_tree(c, &qd, &cl, &fl, t);
-	else if (rc)
+	else if (rc && !c->err[0])
 		rc = qdisc_fail(c, rc, NULL, "reading the qdisc tree", NULL);
 	obj_list_free(&qd);
 	obj_list_free(&cl);
@@ -544,6 +644,9 @@ int tc_tree_replay_ctx(struct qdisc_ctx *c, const uint8_t *buf, size_t len)
 			 c->ifname, len);
 		return -EINVAL;
 	}
+	const char *seam = getenv("MERCURYD_TEST_KILL_REPLAY_AT");
+	int kill_at = seam ? atoi(seam) : -1;
+
 	rc = qdisc_ctx_root(c, &now);
 	if (rc)
 		return rc;
@@ -562,6 +665,9 @@ int tc_tree_replay_ctx(struct qdisc_ctx *c, const uint8_t *buf, size_t len)
 	}
 	for (int i = 0; i < n; i++) {
 		const struct nlmsghdr *h = msg_at(buf, len, (unsigned)i);
+
+		if (i == kill_at)
+			raise(SIGKILL); /* test seam: a replay cut short by a crash or kill -9 */
 		int flags = NLM_F_CREATE | (i == 0 ? NLM_F_REPLACE : NLM_F_EXCL);
 		struct nl_msg *msg = nlmsg_alloc_simple(h->nlmsg_type, flags);
 		char kerr[KERR_LEN], what[128];
@@ -570,7 +676,8 @@ int tc_tree_replay_ctx(struct qdisc_ctx *c, const uint8_t *buf, size_t len)
 		if (!msg || nlmsg_append(msg, (void *)NLMSG_DATA(h), h->nlmsg_len - NLMSG_HDRLEN,
 					 NLMSG_ALIGNTO) < 0) {
 			nlmsg_free(msg);
-			snprintf(c->err, c->errlen, "cannot build a restore request: out of memory");
+			snprintf(c->err, c->errlen,
+				 "cannot build a restore request: out of memory");
 			return -ENOMEM;
 		}
 		t = nlmsg_data(nlmsg_hdr(msg));
@@ -711,8 +818,7 @@ static int verify_here(const uint8_t *buf, size_t len, unsigned num_tx_queues, c
 	return miss >= 0 ? -ENOTSUP : 0;
 }
 
-int tc_tree_verify(const uint8_t *buf, size_t len, unsigned num_tx_queues, char *err,
-		   size_t errlen)
+int tc_tree_verify(const uint8_t *buf, size_t len, unsigned num_tx_queues, char *err, size_t errlen)
 {
 	int fds[2], status = 0;
 	ssize_t got = 0;

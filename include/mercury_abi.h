@@ -138,7 +138,7 @@ struct mercury_attach_state {
 	__u32 tc_priority;  /* clsact filter priority (clsact hook only) */
 	__u32 created_clsact;
 	__u32 mqprio_hw;       /* mqprio: 1 when offloaded to the NIC */
-	__u32 saved_tree_len; /* bytes in "saved_tree"; 0 when the old root was the default */
+	__u32 saved_tree_len;  /* bytes in "saved_tree"; 0 when the old root was the default */
 	__u64 attached_at_ns;  /* CLOCK_REALTIME */
 	__u64 netns_ino;       /* inode of the network namespace of ifindex (/proc/self/ns/net) */
 	__u32 saved_tree_objs; /* qdiscs, classes and filters in "saved_tree" */
