@@ -171,10 +171,11 @@ void event_handle(struct event_state *ev, uint64_t client_id, const struct ucred
 			break;
 		}
 		case MW_TAG:
-			r = do_tag(ev, client_id, cred->uid, fds[0], &m, reply);
+			r = ev->maps_error ? ev->maps_error
+					   : do_tag(ev, client_id, cred->uid, fds[0], &m, reply);
 			break;
 		case MW_STATS:
-			r = do_stats(ev, fds[0], reply);
+			r = ev->maps_error ? ev->maps_error : do_stats(ev, fds[0], reply);
 			break;
 		}
 	}

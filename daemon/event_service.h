@@ -15,6 +15,7 @@
 struct event_state {
 	struct policy policy;
 	int tags_fd, stats_fd; /* shared sock_tags / sock_stats maps */
+	int maps_error;	       /* not 0: the maps are not the pinned ones; tags and stats fail */
 	unsigned min_bands_seen;
 	/*
 	 * Jobs by slot. A job is named by its id within the declaring user's namespace: (uid,

@@ -26,6 +26,7 @@
 #include "cli.h"
 #include "event_service.h"
 #include "iface_pins.h"
+#include "map_sync.h"
 #include "pins.h"
 
 #define SERVE_MAX_CLIENTS 256
@@ -47,6 +48,8 @@ struct service {
 	bool bound; /* the socket file is ours to remove at exit */
 	uint64_t next_id;
 	struct timespec bands_checked;
+	struct pinned_map tags_map, stats_map;
+	char maps_note[256]; /* last problem logged, to log each once */
 };
 
 static void serve_usage(void)
@@ -81,6 +84,25 @@ static void refresh_bands(struct service *s)
 	iface_for_each(s->ctx->pin_root, min_bands_one, s);
 	policy_set_bands(&s->ev.policy,
 			 s->ev.min_bands_seen > MERCURY_MAX_BANDS ? 8 : s->ev.min_bands_seen);
+}
+
+/* Before each frame: the maps written are the pinned ones the classifier reads. */
+static void sync_maps(struct service *s)
+{
+	struct pinned_map *maps[] = {&s->tags_map, &s->stats_map};
+	char note[256];
+	int r = 0;
+
+	for (size_t i = 0; i < 2 && r == 0; i++) {
+		r = pinned_map_sync(s->ctx->pin_root, maps[i], note, sizeof(note));
+		if (note[0] && strcmp(note, s->maps_note))
+			fprintf(stderr, "mercuryd: %s%s\n", note,
+				r ? "; tag and stats requests fail until fixed" : "");
+		snprintf(s->maps_note, sizeof(s->maps_note), "%s", r ? note : "");
+	}
+	s->ev.tags_fd = s->tags_map.fd;
+	s->ev.stats_fd = s->stats_map.fd;
+	s->ev.maps_error = r ? -ESTALE : 0;
 }
 
 /* Root, or the group among the peer's groups as they were at connect() (SO_PEERGROUPS: the
@@ -182,6 +204,7 @@ static void client_readable(struct service *s, struct client *c)
 			memcpy(&fds[nfds++], CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
 	}
 	refresh_bands(s);
+	sync_maps(s);
 	event_handle(&s->ev, c->id, &c->cred, &c->jobs_mask, frame, (size_t)n,
 		     (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) != 0, fds, nfds, &reply);
 	for (int i = 0; i < nfds; i++)
@@ -322,6 +345,17 @@ int do_serve(const struct cli_ctx *ctx, int argc, char **argv)
 		cli_error(ctx, "serve: %s", err);
 		return 1;
 	}
+	s.tags_map = (struct pinned_map){.name = "sock_tags",
+					 .value_size = sizeof(struct mercury_sock_tags)};
+	s.stats_map = (struct pinned_map){.name = "sock_stats",
+					  .value_size = sizeof(struct mercury_sock_stats)};
+	if ((r = pinned_map_track(ctx->pin_root, &s.tags_map, s.ev.tags_fd)) ||
+	    (r = pinned_map_track(ctx->pin_root, &s.stats_map, s.ev.stats_fd))) {
+		cli_error(ctx, "serve: cannot inspect the socket maps: %s", strerror(-r));
+		close(s.ev.tags_fd);
+		close(s.ev.stats_fd);
+		return 1;
+	}
 	policy_init(&s.ev.policy, 8);
 	refresh_bands(&s);
 	sigemptyset(&mask);
@@ -355,7 +389,7 @@ out:
 		close(s.epoll_fd);
 	if (s.signal_fd >= 0)
 		close(s.signal_fd);
-	close(s.ev.tags_fd);
-	close(s.ev.stats_fd);
+	close(s.tags_map.fd);
+	close(s.stats_map.fd);
 	return ret;
 }

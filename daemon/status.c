@@ -157,7 +157,8 @@ static void add_tagged(const struct tagged_socket *t, void *arg)
 	json_object_array_add(list, o);
 }
 
-/* Sockets holding tags, over every interface (the tag map is shared); -1 when none exist. */
+/* Sockets holding tags, over every interface (the tag map is shared): 0 when there is no tag
+ * map, -errno when the kernel refuses the iterator that lists them. */
 static int tagged_count(const struct cli_ctx *ctx, struct json_object *list)
 {
 	char path[PATH_MAX];
@@ -166,7 +167,7 @@ static int tagged_count(const struct cli_ctx *ctx, struct json_object *list)
 	pins_path(path, sizeof(path), ctx->pin_root, NULL, "sock_tags");
 	fd = bpf_obj_get(path);
 	if (fd < 0)
-		return -1;
+		return 0;
 	n = tagged_sockets_walk(fd, add_tagged, list);
 	close(fd);
 	return n;
@@ -198,7 +199,11 @@ int do_status(const struct cli_ctx *ctx, int argc, char **argv)
 		int n = tagged_count(ctx, tagged);
 
 		json_object_object_add(o, "pin_root", json_object_new_string(ctx->pin_root));
-		json_object_object_add(o, "tagged_sockets", json_object_new_int(n < 0 ? 0 : n));
+		/* null, not 0, when they cannot be counted (a kernel refusing tracing programs) */
+		json_object_object_add(o, "tagged_sockets", n < 0 ? NULL : json_object_new_int(n));
+		if (n < 0)
+			json_object_object_add(o, "tagged_sockets_error",
+					       json_object_new_string(strerror(-n)));
 		json_object_object_add(o, "tagged", tagged);
 		json_object_object_add(o, "interfaces", json_object_get(w.list));
 		printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
@@ -210,6 +215,11 @@ int do_status(const struct cli_ctx *ctx, int argc, char **argv)
 
 		if (n >= 0)
 			printf("sockets holding tags: %d\n", n);
+		else
+			printf(
+			    "sockets holding tags: unknown (the kernel refused the iterator that "
+			    "lists them: %s)\n",
+			    strerror(-n));
 	}
 	json_object_put(w.list);
 	return r ? 1 : 0;

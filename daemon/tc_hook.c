@@ -8,6 +8,7 @@
 #include <bpf/libbpf.h>
 #include <netlink/netlink.h>
 #include <netlink/route/classifier.h>
+#include <netlink/route/qdisc.h>
 #include <netlink/route/tc.h>
 
 #include "tc_hook.h"
@@ -94,6 +95,25 @@ int tc_hook_attach(int prog_fd, int ifindex, enum mercury_hook want, const char 
 	return attach_clsact(prog_fd, ifindex, res, err, errlen);
 }
 
+/* Is there a clsact qdisc on the device at all? (Without it the kernel answers EINVAL.) */
+static bool clsact_present(int ifindex)
+{
+	struct nl_sock *sk = nl_socket_alloc();
+	struct nl_cache *cache = NULL;
+	struct rtnl_qdisc *q = NULL;
+	bool found = true; /* when unsure, do not claim it is gone */
+
+	if (sk && nl_connect(sk, NETLINK_ROUTE) == 0 && rtnl_qdisc_alloc_cache(sk, &cache) == 0) {
+		q = rtnl_qdisc_get_by_parent(cache, ifindex, TC_H_CLSACT);
+		found = q != NULL;
+		if (q)
+			rtnl_qdisc_put(q);
+		nl_cache_free(cache);
+	}
+	nl_socket_free(sk);
+	return found;
+}
+
 /* Counts the filters on clsact's ingress and egress, whoever put them there. */
 static int clsact_filter_count(int ifindex)
 {
@@ -144,8 +164,8 @@ int tc_hook_detach(int ifindex, const struct tc_hook_result *res, const char *li
 				    .priority = res->tc_priority);
 
 		r = bpf_tc_detach(&hook, &opts);
-		if (r == -ENOENT)
-			r = 0; /* already gone (someone flushed the hook) */
+		if (r == -ENOENT || (r == -EINVAL && !clsact_present(ifindex)))
+			r = 0; /* already gone: someone flushed the hook, or an earlier detach */
 		if (r) {
 			snprintf(err, errlen, "cannot remove Mercury's tc filter: %s",
 				 strerror(-r));

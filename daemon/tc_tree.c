@@ -86,6 +86,21 @@ static void kind_of(const struct nlmsghdr *h, char *kind, size_t len)
 			 (const char *)nla_data(tb[TCA_KIND]));
 }
 
+/* Qdiscs whose options are attributes, not a struct. Dumps leave NLA_F_NESTED off, and a kind
+ * that parses strictly (ets) refuses them without it. */
+static bool nested_options(int type, const char *kind)
+{
+	static const char *const kinds[] = {"ets", "fq",   "fq_codel", "fq_pie", "codel", "pie",
+					    "red", "cake", "taprio",   "hhf",	 "choke", "tbf"};
+
+	if (type != RTM_NEWQDISC)
+		return false;
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+		if (!strcmp(kind, kinds[i]))
+			return true;
+	return false;
+}
+
 /* The attribute of a filter kind's flags word, which a dump fills with hardware status bits. */
 static int filter_flags_attr(int type, const char *kind)
 {
@@ -112,7 +127,8 @@ static int put_options(struct nl_msg *out, int type, const char *kind, const str
 	int flags_attr = filter_flags_attr(type, kind);
 
 	if (!htb_qdisc && flags_attr < 0)
-		return nla_put(out, opt->nla_type, nla_len(opt), nla_data(opt));
+		return nla_put(out, opt->nla_type | (nested_options(type, kind) ? NLA_F_NESTED : 0),
+			       nla_len(opt), nla_data(opt));
 	nest = nla_nest_start(out, opt->nla_type & NLA_TYPE_MASK);
 	if (!nest)
 		return -NLE_NOMEM;
@@ -714,6 +730,55 @@ static bool same_object(const struct nlmsghdr *a, const struct nlmsghdr *b)
 	       !memcmp(NLMSG_DATA(a), NLMSG_DATA(b), a->nlmsg_len - NLMSG_HDRLEN);
 }
 
+/* Same object, maybe not the same settings: type, handle, parent and (filters) pref. */
+static bool same_identity(const struct nlmsghdr *a, const struct nlmsghdr *b)
+{
+	return a->nlmsg_type == b->nlmsg_type && tcm_of(a)->tcm_handle == tcm_of(b)->tcm_handle &&
+	       tcm_of(a)->tcm_parent == tcm_of(b)->tcm_parent &&
+	       (a->nlmsg_type != RTM_NEWTFILTER || tcm_of(a)->tcm_info == tcm_of(b)->tcm_info);
+}
+
+/* Names the first attribute (inside TCA_OPTIONS where that is nested) that differs. */
+static void name_difference(const struct nlmsghdr *a, const struct nlmsghdr *b, char *out,
+			    size_t len)
+{
+	struct nlattr *ta[TCA_MAX + 1], *tb[TCA_MAX + 1];
+
+	snprintf(out, len, "its header differs");
+	if (nlmsg_parse((struct nlmsghdr *)a, sizeof(struct tcmsg), ta, TCA_MAX, NULL) < 0 ||
+	    nlmsg_parse((struct nlmsghdr *)b, sizeof(struct tcmsg), tb, TCA_MAX, NULL) < 0)
+		return;
+	for (int t = 1; t <= TCA_MAX; t++) {
+		struct nlattr *x = ta[t], *y = tb[t], *i, *j;
+		int rx, ry;
+
+		if (!x && !y)
+			continue;
+		if (x && y && nla_len(x) == nla_len(y) &&
+		    !memcmp(nla_data(x), nla_data(y), nla_len(x)))
+			continue;
+		snprintf(out, len, "attribute %d differs (%d bytes saved, %d read back)", t,
+			 x ? nla_len(x) : -1, y ? nla_len(y) : -1);
+		if (t != TCA_OPTIONS || !x || !y || !nla_ok(nla_data(x), nla_len(x)))
+			return;
+		/* nested options: walk both in step */
+		i = nla_data(x), rx = nla_len(x);
+		j = nla_data(y), ry = nla_len(y);
+		for (; nla_ok(i, rx) && nla_ok(j, ry); i = nla_next(i, &rx), j = nla_next(j, &ry)) {
+			if (nla_type(i) != nla_type(j) || nla_len(i) != nla_len(j) ||
+			    memcmp(nla_data(i), nla_data(j), nla_len(i))) {
+				snprintf(
+				    out, len,
+				    "option %d differs (saved %d bytes, read back option %d of %d "
+				    "bytes)",
+				    nla_type(i), nla_len(i), nla_type(j), nla_len(j));
+				return;
+			}
+		}
+		return;
+	}
+}
+
 /* First object of a with no equal in b (each used once), as its index, or -1. */
 static int first_unmatched(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
 {
@@ -808,8 +873,17 @@ static int verify_here(const uint8_t *buf, size_t len, unsigned num_tx_queues, c
 		return rc;
 	miss = first_unmatched(buf, len, back.buf, back.len);
 	if (miss >= 0) {
+		const struct nlmsghdr *h = msg_at(buf, len, (unsigned)miss), *o = NULL;
+		char why[160] = "it is missing";
+
+		for (unsigned k = 0; (o = msg_at(back.buf, back.len, k)); k++)
+			if (same_identity(h, o))
+				break;
+		if (o)
+			name_difference(h, o, why, sizeof(why));
 		tc_tree_describe(buf, len, (unsigned)miss, what, sizeof(what));
-		snprintf(err, errlen, "%s does not come back the same when re-created", what);
+		snprintf(err, errlen, "%s does not come back the same when re-created: %s", what,
+			 why);
 	} else if ((miss = first_unmatched(back.buf, back.len, buf, len)) >= 0) {
 		tc_tree_describe(back.buf, back.len, (unsigned)miss, what, sizeof(what));
 		snprintf(err, errlen, "re-creating the tree also makes %s", what);

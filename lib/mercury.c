@@ -314,6 +314,9 @@ API const char *mercury_strerror(int err)
 		return "protocol version or framing mismatch with mercuryd";
 	case -EBADMSG:
 		return "malformed frame";
+	case -ESTALE:
+		return "mercuryd cannot reach the pinned tag map the classifier reads (its log "
+		       "says why); nothing was tagged";
 	case -EMSGSIZE:
 		return "frame too large";
 	case -EOPNOTSUPP:

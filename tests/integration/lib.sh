@@ -77,6 +77,32 @@ setup_pair() {
 	echo "namespaces $NS_S/$NS_R, congestion control $TCP_CC"
 }
 
+# A TCP sink in the receiver namespace on port $1: accepts and discards, until cleanup.
+start_sink() {
+	nsenter --net=/var/run/netns/"$NS_R" python3 -c '
+import socket, sys, threading
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("0.0.0.0", int(sys.argv[1]))); s.listen(128)
+def sink(c):
+    while c.recv(1 << 16):
+        pass
+while True:
+    c, _ = s.accept()
+    threading.Thread(target=sink, args=(c,), daemon=True).start()
+' "$1" &
+	PIDS+=($!)
+}
+
+# Starts `mercuryd serve` in the sender namespace on socket $1, log $2; waits (bounded) for
+# its socket. SERVE_PID is the daemon itself (nsenter execs it).
+start_serve() {
+	nsenter --net=/var/run/netns/"$NS_S" "$MERCURYD" --pin-root "$PIN_ROOT" serve --socket "$1" >"$2" 2>&1 &
+	SERVE_PID=$!
+	PIDS+=($SERVE_PID)
+	for _ in $(seq 1 50); do [ -S "$1" ] && return 0; sleep 0.1; done
+	return 1
+}
+
 # pid and fd of the established TCP socket with local port $1 in the sender namespace.
 socket_owner() {
 	in_s ss -Htnp state established "( sport = :$1 )" |

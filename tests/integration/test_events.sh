@@ -21,21 +21,8 @@ want_band() { echo $((($1 - 1) * 6 / LAYERS)); }
 setup_pair || { fail "namespace setup"; finish; }
 getent group mercury >/dev/null || { echo "SKIP: group mercury missing (make deps creates it)"; exit 77; }
 check "attach" mercuryd_s attach va --qdisc htb --rate 1gbit
-nsenter --net=/var/run/netns/"$NS_R" python3 -c '
-import socket, threading
-s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind(("0.0.0.0", 7000)); s.listen(128)
-def sink(c):
-    while c.recv(1 << 16):
-        pass
-while True:
-    c, _ = s.accept()
-    threading.Thread(target=sink, args=(c,), daemon=True).start()
-' &
-PIDS+=($!)
-nsenter --net=/var/run/netns/"$NS_S" "$MERCURYD" --pin-root "$PIN_ROOT" serve --socket "$sock" >"$tmp/serve.log" 2>&1 &
-PIDS+=($!)
-for _ in $(seq 1 50); do [ -S "$sock" ] && break; sleep 0.1; done
+start_sink 7000
+start_serve "$sock" "$tmp/serve.log"
 check "service socket is mode 0660 group mercury" test "$(stat -c '%a %G' "$sock")" = "660 mercury"
 out=$(in_s timeout 5 "$MERCURYD" --pin-root "$PIN_ROOT" serve --socket "$sock" 2>&1)
 check "a second serve on the same socket is refused ($out)" sh -c "echo \"\$1\" | grep -q 'another mercuryd serve is listening'" _ "$out"
@@ -79,7 +66,11 @@ sent=$(echo "$out" | awk '/^sent/ {print $2}')
 band0=$(echo "$out" | awk '/^sent/ {print $4}')
 check "send_tensor on a non-blocking socket sent all 8 MiB ($out)" test "${sent:-0}" -eq $((8 << 20))
 check "... all of them in layer 1's band 0" ge "${band0:-0}" $((8 << 20))
-check "no socket of the closed clients holds tags ($(tagged_sockets) vs $base before)" test "$(tagged_sockets)" -eq "$base"
+if [ "$base" = null ]; then
+	echo "skip: this kernel refuses the iterator that counts tagged sockets ($(mercuryd_s -j status | jq -r .tagged_sockets_error))"
+else
+	check "no socket of the closed clients holds tags ($(tagged_sockets) vs $base before)" test "$(tagged_sockets)" -eq "$base"
+fi
 
 # Access control. The unprivileged clients run from copies in a world-readable directory
 # (a checkout may live under a 0700 directory) with Debian's python3.

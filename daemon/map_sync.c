@@ -1,0 +1,118 @@
+/* Keeping a service's map fds the pinned maps (map_sync.h). */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include <bpf/bpf.h>
+
+#include "map_sync.h"
+#include "pins.h"
+
+/* Map id, and the value size with the type folded in (a map of another type never fits). */
+static int map_id(int fd, uint32_t *id, uint32_t *value_size)
+{
+	struct bpf_map_info info = {};
+	__u32 len = sizeof(info);
+
+	if (bpf_obj_get_info_by_fd(fd, &info, &len))
+		return -errno;
+	*id = info.id;
+	*value_size = info.type == BPF_MAP_TYPE_SK_STORAGE ? info.value_size : 0;
+	return 0;
+}
+
+int pinned_map_track(const char *root, struct pinned_map *m, int fd)
+{
+	char path[PATH_MAX];
+	uint32_t vs;
+	struct stat st;
+	int r = map_id(fd, &m->id, &vs);
+
+	if (r)
+		return r;
+	m->fd = fd;
+	pins_path(path, sizeof(path), root, NULL, m->name);
+	m->ino = stat(path, &st) == 0 ? st.st_ino : 0;
+	return 0;
+}
+
+/* The pin is gone: put ours back, serialised with attach/detach by the pin lock. */
+static int repin(const char *root, struct pinned_map *m, const char *path, char *note,
+		 size_t notelen)
+{
+	char err[256];
+	struct stat st;
+	int lock, r = 0;
+
+	if (pins_prepare(root, err, sizeof(err)) || (lock = pins_lock(root, err, sizeof(err))) < 0) {
+		snprintf(note, notelen, "cannot pin %s again: %s", m->name, err);
+		return -EIO;
+	}
+	if (stat(path, &st) == 0) {
+		close(lock); /* someone pinned one meanwhile: the next sync looks at it */
+		return 0;
+	}
+	if (bpf_obj_pin(m->fd, path)) {
+		r = -errno;
+		snprintf(note, notelen, "cannot pin %s at %s again: %s", m->name, path,
+			 strerror(-r));
+	} else if (stat(path, &st) == 0) {
+		m->ino = st.st_ino;
+		snprintf(note, notelen,
+			 "%s was unpinned (last interface detached); pinned map %u there again so "
+			 "that the next attach reads its tags",
+			 path, m->id);
+	}
+	close(lock);
+	return r;
+}
+
+int pinned_map_sync(const char *root, struct pinned_map *m, char *note, size_t notelen)
+{
+	char path[PATH_MAX];
+	uint32_t id = 0, vs = 0;
+	struct stat st;
+	int fd, r;
+
+	note[0] = '\0';
+	pins_path(path, sizeof(path), root, NULL, m->name);
+	if (stat(path, &st)) {
+		if (errno != ENOENT) {
+			snprintf(note, notelen, "cannot stat %s: %s", path, strerror(errno));
+			return -errno;
+		}
+		return repin(root, m, path, note, notelen);
+	}
+	if (st.st_ino == m->ino)
+		return 0;
+	fd = bpf_obj_get(path);
+	if (fd < 0) {
+		snprintf(note, notelen, "cannot open %s: %s", path, strerror(errno));
+		return -errno;
+	}
+	r = map_id(fd, &id, &vs);
+	if (r == 0 && vs != m->value_size) {
+		snprintf(note, notelen,
+			 "%s is a map of another layout now (%s%u-byte values, this mercuryd "
+			 "writes %u into socket storage): stop whoever pinned it, or run the "
+			 "matching mercuryd",
+			 path, vs ? "" : "not socket storage, ", vs, m->value_size);
+		r = -EPROTO;
+	}
+	if (r) {
+		close(fd);
+		return r;
+	}
+	m->ino = st.st_ino;
+	if (id == m->id) { /* ours, pinned again */
+		close(fd);
+		return 0;
+	}
+	snprintf(note, notelen, "%s is another map now (id %u, was %u): using it", path, id, m->id);
+	close(m->fd);
+	m->fd = fd;
+	m->id = id;
+	return 0;
+}
