@@ -30,7 +30,7 @@ WARN     := -Wall -Wextra -Werror
 CFLAGS   ?= -O2 -g
 # Error messages are snprintf-ed into fixed buffers on purpose: truncation is acceptable there.
 SANITIZE ?=
-override CFLAGS += $(SANITIZE) -std=c11 -D_GNU_SOURCE $(WARN) -Wno-format-truncation -Iinclude -Idaemon -I$(BUILD) \
+override CFLAGS += $(SANITIZE) -std=c11 -D_GNU_SOURCE $(WARN) -Wno-format-truncation -Iinclude -Icommon -Idaemon -I$(BUILD) \
             $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 # Header dependencies from the compiler, the generated skeletons included: a changed
 # bpf/classify.h must rebuild every object that embeds the classifier.
@@ -81,7 +81,7 @@ $(BUILD)/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) include/mercury_abi.h | $(BUIL
 $(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
 	$(BPFTOOL) gen skeleton $< > $@.tmp && mv $@.tmp $@
 
-$(BUILD)/daemon/%.o: daemon/%.c $(wildcard daemon/*.h include/*.h) | $(SKELS)
+$(BUILD)/daemon/%.o: daemon/%.c $(wildcard daemon/*.h include/*.h common/*.h) | $(SKELS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -c $< -o $@
 
@@ -103,7 +103,7 @@ $(BUILD)/bench/%: bench/%.c $(BUILD)/libmercuryd.a $(SKELS) $(LIBS_OUT)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libmercuryd.a $(BUILD)/libmercury.a $(LDLIBS) -lm -lpthread
 
-$(BUILD)/lib/%.pic.o: lib/%.c $(wildcard lib/*.h include/*.h) | $(BUILD)
+$(BUILD)/lib/%.pic.o: lib/%.c $(wildcard lib/*.h include/*.h common/*.h) | $(BUILD)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -fPIC -fvisibility=hidden -c $< -o $@
 
@@ -113,7 +113,7 @@ $(BUILD)/libmercury.so: $(LIB_OBJS)
 $(BUILD)/libmercury.a: $(LIB_OBJS)
 	rm -f $@ && ar rcs $@ $^
 
-$(BUILD)/ps/%.o: ps/%.c $(wildcard ps/*.h include/*.h) | $(BUILD)
+$(BUILD)/ps/%.o: ps/%.c $(wildcard ps/*.h include/*.h common/*.h) | $(BUILD)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -Ips -c $< -o $@
 
@@ -156,7 +156,7 @@ FUZZ_RUNS ?= 10000000
 $(BUILD)/fuzz/fuzz_wire: fuzz/fuzz_wire.c daemon/wire_decode.c daemon/wire_decode.h include/mercury_wire.h
 	@mkdir -p $(@D)
 	$(CLANG) -g -O1 -std=c11 -D_GNU_SOURCE $(WARN) -fsanitize=fuzzer,address,undefined \
-		-Iinclude -Idaemon fuzz/fuzz_wire.c daemon/wire_decode.c -o $@
+		-Iinclude -Icommon -Idaemon fuzz/fuzz_wire.c daemon/wire_decode.c -o $@
 
 fuzz: $(BUILD)/fuzz/fuzz_wire
 	mkdir -p $(BUILD)/fuzz/corpus && cp fuzz/corpus/* $(BUILD)/fuzz/corpus/

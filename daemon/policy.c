@@ -80,34 +80,17 @@ int policy_iteration_begin(struct policy *p, uint32_t job, uint64_t iteration)
 
 	if (!j)
 		return -ESRCH;
-	if (!j->has_open || iteration < j->oldest_open) {
-		/* Re-base the window on the older iteration (ended bits move up). */
-		uint64_t shift = j->has_open ? j->oldest_open - iteration : 0;
-
-		j->ended_mask = shift < 64 ? j->ended_mask << shift : 0;
-		j->oldest_open = iteration;
-		j->has_open = true;
-	}
+	iter_window_begin(&j->win, iteration);
 	return 0;
 }
 
 int policy_iteration_end(struct policy *p, uint32_t job, uint64_t iteration)
 {
 	struct policy_job *j = find(p, job);
-	uint64_t d;
 
 	if (!j)
 		return -ESRCH;
-	if (!j->has_open || iteration < j->oldest_open)
-		return 0;
-	d = iteration - j->oldest_open;
-	if (d < 64)
-		j->ended_mask |= 1ull << d;
-	/* Advance past every ended iteration: the oldest open one is next. */
-	while (j->ended_mask & 1) {
-		j->ended_mask >>= 1;
-		j->oldest_open++;
-	}
+	iter_window_end(&j->win, iteration);
 	return 0;
 }
 
@@ -134,7 +117,8 @@ int policy_level(const struct policy *p, uint32_t job, uint32_t layer, uint32_t 
 	if (layer == 0 || layer > j->n_layers)
 		return -ERANGE;
 	/* Without iteration marks every tag counts as the current iteration. */
-	stage = j->has_open && iteration > j->oldest_open ? iteration - j->oldest_open : 0;
+	stage = j->win.has_open && iteration > j->win.oldest_open ? iteration - j->win.oldest_open
+								  : 0;
 	groups = mercury_current_groups(nb);
 	if (stage == 0)
 		lv = mercury_layer_group(layer - 1, j->n_layers, groups);

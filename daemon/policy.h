@@ -5,13 +5,13 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "iter_window.h"
+
 #define POLICY_MAX_JOBS 64
 
 struct policy_job {
 	uint32_t job, n_layers, weight;
-	uint64_t oldest_open; /* oldest iteration begun and not ended */
-	uint64_t ended_mask;  /* bit i: iteration oldest_open + i has ended */
-	bool has_open;
+	struct iter_window win;
 };
 
 struct policy {

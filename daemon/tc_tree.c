@@ -86,6 +86,27 @@ static void kind_of(const struct nlmsghdr *h, char *kind, size_t len)
 			 (const char *)nla_data(tb[TCA_KIND]));
 }
 
+/*
+ * codel keeps its times in units of 1024 ns and reports them in whole microseconds, rounded
+ * down, so the reported value sent back would come back 1 us lower. The smallest value that
+ * gives the kept time again, which the kernel then reports as before.
+ */
+static uint32_t codel_us_to_send(uint32_t reported_us)
+{
+	uint64_t kept = ((uint64_t)reported_us * 1000 + 1023) / 1024;
+
+	return (uint32_t)((kept * 1024 + 999) / 1000);
+}
+
+/* target, interval and ce_threshold of fq_codel (1, 3, 7) and codel (1, 3, 5) */
+static bool is_codel_time(const char *kind, int t)
+{
+	if (!strcmp(kind, "fq_codel"))
+		return t == TCA_FQ_CODEL_TARGET || t == TCA_FQ_CODEL_INTERVAL ||
+		       t == TCA_FQ_CODEL_CE_THRESHOLD;
+	return t == TCA_CODEL_TARGET || t == TCA_CODEL_INTERVAL || t == TCA_CODEL_CE_THRESHOLD;
+}
+
 /* Qdiscs whose options are attributes, not a struct. Dumps leave NLA_F_NESTED off, and a kind
  * that parses strictly (ets) refuses them without it. */
 static bool nested_options(int type, const char *kind)
@@ -123,10 +144,11 @@ static int put_options(struct nl_msg *out, int type, const char *kind, const str
 	int rem;
 
 	bool htb_qdisc = type == RTM_NEWQDISC && !strcmp(kind, "htb");
+	bool codel = type == RTM_NEWQDISC && (!strcmp(kind, "fq_codel") || !strcmp(kind, "codel"));
 	bool u32_filter = type == RTM_NEWTFILTER && !strcmp(kind, "u32");
 	int flags_attr = filter_flags_attr(type, kind);
 
-	if (!htb_qdisc && flags_attr < 0)
+	if (!htb_qdisc && !codel && flags_attr < 0)
 		return nla_put(out, opt->nla_type | (nested_options(type, kind) ? NLA_F_NESTED : 0),
 			       nla_len(opt), nla_data(opt));
 	nest = nla_nest_start(out, opt->nla_type & NLA_TYPE_MASK);
@@ -138,6 +160,11 @@ static int put_options(struct nl_msg *out, int type, const char *kind, const str
 
 		if (u32_filter && t == TCA_U32_PCNT)
 			continue; /* hit counters */
+		if (codel && is_codel_time(kind, t) && nla_len(a) == sizeof(__u32)) {
+			if (nla_put_u32(out, t, codel_us_to_send(nla_get_u32(a))) < 0)
+				return -NLE_NOMEM;
+			continue;
+		}
 		if (t == flags_attr && nla_len(a) == sizeof(__u32)) {
 			/* in_hw / not_in_hw are the kernel's report; a create takes only skip_* */
 			if (nla_put_u32(out, t,

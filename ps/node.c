@@ -130,7 +130,7 @@ static void hold_until_current(struct ps_conn *c, uint64_t iter)
 	if (n->cfg.write_ahead || !c->tag || c->peer == n->cfg.rank)
 		return;
 	pthread_mutex_lock(&n->mu);
-	while (iter > n->oldest_open && !atomic_load(&n->closing))
+	while (iter > n->win.oldest_open && !atomic_load(&n->closing))
 		pthread_cond_wait(&n->cv, &n->mu);
 	pthread_mutex_unlock(&n->mu);
 }
@@ -501,6 +501,7 @@ int ps_node_run(const struct ps_config *cfg, const struct ps_profile *prof, stru
 		return -ENOMEM;
 	n->cfg = *cfg;
 	n->prof = prof;
+	iter_window_begin(&n->win, 0);
 	n->L = prof->nlayers;
 	/* mercury: one connection per layer group; never more groups than layers */
 	n->K = cfg->mode == PS_MERCURY ? (cfg->conns < n->L ? cfg->conns : n->L) : 1;

@@ -5,6 +5,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 
+#include "iter_window.h"
 #include "ps.h"
 
 enum ps_dir { PS_DIR_PUSH = 0, PS_DIR_PULL = 1 };
@@ -131,8 +132,7 @@ struct ps_node {
 	pthread_t drainer;
 	pthread_cond_t drain_cv;
 	bool drainer_started;
-	uint64_t oldest_open; /* the oldest iteration not yet ended at this node ... */
-	uint64_t ended_ahead; /* ... and bit d: iteration oldest_open + d has ended already */
+	struct iter_window win; /* iterations ended at this node; win.oldest_open: the oldest not */
 	bool worker_done;
 	uint64_t mismatches, pulls_checked;
 

@@ -289,7 +289,7 @@ static bool all_ready(struct ps_node *n, long arg)
 
 static bool all_ended(struct ps_node *n, long total)
 {
-	return n->oldest_open >= (uint64_t)total;
+	return n->win.oldest_open >= (uint64_t)total;
 }
 
 /* Every worker said goodbye to us and ours are on the wire: closing is safe now. */

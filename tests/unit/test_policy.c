@@ -219,29 +219,29 @@ static void test_random_invariants(void **state)
 			assert_int_equal(a, b); /* push == pull */
 			/* Older iteration first: iterations up to the oldest open one count as it.
 			 */
-			uint64_t base = j->has_open ? j->oldest_open : UINT64_MAX;
+			uint64_t base = j->win.has_open ? j->win.oldest_open : UINT64_MAX;
 			if (i2 > i1 && i2 > base) {
 				assert_int_equal(policy_level(&p, j->job, l2, 0, i1, &a), 0);
 				assert_int_equal(policy_level(&p, j->job, l1, 0, i2, &b), 0);
 				assert_true(a <= b);
 			}
 			if (j->weight == wmax) {
-				uint64_t cur = j->has_open ? j->oldest_open : 0;
+				uint64_t cur = j->win.has_open ? j->win.oldest_open : 0;
 
 				assert_int_equal(policy_level(&p, j->job, 1, 0, cur, &a), 0);
 				assert_int_equal(a, 0);
 				assert_int_equal(policy_level(&p, j->job, j->n_layers, 0, cur, &a),
 						 0);
 				assert_int_equal(policy_level(&p, j->job, 1, 0, cur + 1, &b), 0);
-				if (j->has_open)
+				if (j->win.has_open)
 					assert_true(a < b); /* strictly, with any band count */
 			}
 			for (unsigned k = 0; k < p.njobs; k++) {
 				const struct policy_job *o = &p.jobs[k];
 
 				if (o->weight > j->weight || o->n_layers != j->n_layers ||
-				    o->has_open != j->has_open ||
-				    (j->has_open && o->oldest_open != j->oldest_open))
+				    o->win.has_open != j->win.has_open ||
+				    (j->win.has_open && o->win.oldest_open != j->win.oldest_open))
 					continue;
 				assert_int_equal(policy_level(&p, o->job, l1, 0, i1, &a), 0);
 				assert_int_equal(policy_level(&p, j->job, l1, 0, i1, &b), 0);

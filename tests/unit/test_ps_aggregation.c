@@ -75,7 +75,7 @@ int ps_tag_next(struct ps_conn *c, uint64_t nbytes, int layer, enum ps_dir dir, 
 	if (dir != PS_DIR_PUSH || c->peer == c->node->cfg.rank)
 		return 0;
 	pthread_mutex_lock(&c->node->mu);
-	atomic_fetch_add(&pushes_ahead, iter > c->node->oldest_open);
+	atomic_fetch_add(&pushes_ahead, iter > c->node->win.oldest_open);
 	pthread_mutex_unlock(&c->node->mu);
 	atomic_fetch_add(&pushes_remote, 1);
 	return 0;
