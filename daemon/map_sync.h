@@ -12,7 +12,7 @@
 #include <sys/types.h>
 
 struct pinned_map {
-	const char *name; /* pin name under the root, e.g. "sock_tags" */
+	const char *name;    /* pin name under the root, e.g. "sock_tags" */
 	uint32_t value_size; /* of the socket-storage map this binary writes */
 	int fd;
 	uint32_t id; /* kernel map id of fd */

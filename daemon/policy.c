@@ -117,8 +117,8 @@ int policy_level(const struct policy *p, uint32_t job, uint32_t layer, uint32_t 
 	if (layer == 0 || layer > j->n_layers)
 		return -ERANGE;
 	/* Without iteration marks every tag counts as the current iteration. */
-	stage = j->win.has_open && iteration > j->win.oldest_open ? iteration - j->win.oldest_open
-								  : 0;
+	stage =
+	    j->win.has_open && iteration > j->win.oldest_open ? iteration - j->win.oldest_open : 0;
 	groups = mercury_current_groups(nb);
 	if (stage == 0)
 		lv = mercury_layer_group(layer - 1, j->n_layers, groups);

@@ -70,9 +70,17 @@ struct mercury_tensor {
 	uint64_t iteration; /* training step the bytes belong to */
 };
 
-/* Connects to the daemon (path NULL: MERCURY_DEFAULT_SOCKET, or $MERCURY_SOCKET if set). */
+/*
+ * Connects to the daemon (path NULL: MERCURY_DEFAULT_SOCKET, or $MERCURY_SOCKET if set).
+ * The client survives a daemon restart: a call that finds the daemon gone reconnects, tells
+ * the new daemon this client's declared jobs and open iterations, and is made again. While no
+ * daemon listens a call waits up to the reconnect timeout (default 3000 ms, or
+ * $MERCURY_RECONNECT_MS), then fails with -ECONNREFUSED or -ENOENT; nothing was tagged.
+ */
 int mercury_connect(const char *path, struct mercury_client **out);
 void mercury_disconnect(struct mercury_client *c);
+/* How long a call waits for a restarted daemon (0: fail at once). */
+void mercury_set_reconnect_timeout(struct mercury_client *c, int ms);
 
 /* Declares a job: its layer count (layer 1 = input side) and its weight against other jobs on
  * this node (1 = normal; higher = more urgent). Must precede tags of that job. */

@@ -2,32 +2,73 @@
 #include <endian.h>
 #include <limits.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "iter_window.h"
 #include "mercury.h"
 #include "mercury_wire.h"
 
 #define API __attribute__((visibility("default")))
 
+#define MAX_JOBS	     64 /* the daemon's own limit */
+#define DEFAULT_RECONNECT_MS 3000
+#define RECONNECT_POLL_MS    20
+
+/* What this client told the daemon, replayed to a restarted one before the next call. */
+struct job_record {
+	uint32_t job, n_layers, weight;
+	struct iter_window win;
+};
+
 struct mercury_client {
-	int fd;
+	int fd; /* -1 while no daemon is connected */
 	uint32_t seq;
 	pthread_mutex_t lock;
+	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	int reconnect_ms;
+	struct job_record jobs[MAX_JOBS];
+	unsigned njobs;
 };
 
 _Static_assert(MERCURY_MAX_BATCH == MW_MAX_BATCH, "batch limits differ");
 
-API int mercury_connect(const char *path, struct mercury_client **out)
+/* Never blocks: a listener whose backlog is full (nobody accepts) is -ECONNREFUSED. */
+static int connect_unix(const char *path)
 {
 	struct sockaddr_un addr = {.sun_family = AF_UNIX};
+	int fd, r;
+
+	strcpy(addr.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, (struct sockaddr *)&addr, sizeof(addr))) {
+		r = errno == EAGAIN ? -ECONNREFUSED : -errno;
+		close(fd);
+		return r;
+	}
+	if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)) {
+		r = -errno;
+		close(fd);
+		return r;
+	}
+	return fd;
+}
+
+API int mercury_connect(const char *path, struct mercury_client **out)
+{
 	struct mercury_client *c;
+	const char *env = getenv("MERCURY_RECONNECT_MS");
 
 	if (!out)
 		return -EINVAL;
@@ -35,18 +76,17 @@ API int mercury_connect(const char *path, struct mercury_client **out)
 		path = getenv("MERCURY_SOCKET");
 	if (!path)
 		path = MERCURY_DEFAULT_SOCKET;
-	if (strlen(path) >= sizeof(addr.sun_path))
+	if (strlen(path) >= sizeof(c->path))
 		return -ENAMETOOLONG;
-	strcpy(addr.sun_path, path);
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
-	c->fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (c->fd < 0 || connect(c->fd, (struct sockaddr *)&addr, sizeof(addr))) {
-		int r = -errno;
+	strcpy(c->path, path);
+	c->reconnect_ms = env ? atoi(env) : DEFAULT_RECONNECT_MS;
+	c->fd = connect_unix(path);
+	if (c->fd < 0) {
+		int r = c->fd;
 
-		if (c->fd >= 0)
-			close(c->fd);
 		free(c);
 		return r;
 	}
@@ -59,9 +99,16 @@ API void mercury_disconnect(struct mercury_client *c)
 {
 	if (!c)
 		return;
-	close(c->fd);
+	if (c->fd >= 0)
+		close(c->fd);
 	pthread_mutex_destroy(&c->lock);
 	free(c);
+}
+
+API void mercury_set_reconnect_timeout(struct mercury_client *c, int ms)
+{
+	if (c)
+		c->reconnect_ms = ms < 0 ? 0 : ms;
 }
 
 static void hdr_init(struct mw_hdr *h, uint16_t type, size_t len)
@@ -72,9 +119,17 @@ static void hdr_init(struct mw_hdr *h, uint16_t type, size_t len)
 	h->reserved = 0;
 }
 
-/* Sends one frame (with sock_fd as SCM_RIGHTS if >= 0) and waits for its reply. */
-static int request(struct mercury_client *c, void *frame, size_t len, int sock_fd,
-		   struct mw_reply *reply)
+/* The daemon is gone: the socket was closed under us. */
+static bool daemon_gone(int r)
+{
+	return r == -EPIPE || r == -ECONNRESET || r == -ENOTCONN || r == -ECONNREFUSED;
+}
+
+/* One round trip on c->fd (c->lock held): the frame (with sock_fd as SCM_RIGHTS if >= 0)
+ * and its reply. Returns 0 with the daemon's answer in *status, or a transport error (the
+ * daemon's own answers are never taken for a lost connection). */
+static int transport(struct mercury_client *c, void *frame, size_t len, int sock_fd,
+		     struct mw_reply *reply, int *status)
 {
 	union {
 		char buf[CMSG_SPACE(sizeof(int))];
@@ -84,10 +139,9 @@ static int request(struct mercury_client *c, void *frame, size_t len, int sock_f
 	struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
 	struct mw_hdr *h = frame;
 	ssize_t n;
-	int r = 0;
 
-	if (!c)
-		return -EINVAL;
+	if (c->fd < 0)
+		return -ENOTCONN;
 	if (sock_fd >= 0) {
 		struct cmsghdr *cm;
 
@@ -100,27 +154,183 @@ static int request(struct mercury_client *c, void *frame, size_t len, int sock_f
 		cm->cmsg_len = CMSG_LEN(sizeof(int));
 		memcpy(CMSG_DATA(cm), &sock_fd, sizeof(int));
 	}
-	pthread_mutex_lock(&c->lock);
 	h->seq = htole32(++c->seq);
 	do
 		n = sendmsg(c->fd, &msg, MSG_NOSIGNAL);
 	while (n < 0 && errno == EINTR);
-	if (n < 0) {
-		r = -errno;
-		goto out;
-	}
+	if (n < 0)
+		return -errno;
 	do
 		n = recv(c->fd, reply, sizeof(*reply), 0);
 	while (n < 0 && errno == EINTR);
 	if (n < 0)
-		r = -errno;
-	else if (n == 0)
-		r = -ECONNRESET; /* the daemon went away */
-	else if ((size_t)n != sizeof(*reply) || le32toh(reply->h.seq) != c->seq)
-		r = -EPROTO;
-	else
-		r = (int32_t)le32toh((uint32_t)reply->status);
-out:
+		return -errno;
+	if (n == 0)
+		return -ECONNRESET; /* the daemon went away */
+	if ((size_t)n != sizeof(*reply) || le32toh(reply->h.seq) != c->seq)
+		return -EPROTO;
+	*status = (int32_t)le32toh((uint32_t)reply->status);
+	return 0;
+}
+
+/* transport() folded into one result: the daemon's status, or the transport error. */
+static int round_trip(struct mercury_client *c, void *frame, size_t len, int sock_fd,
+		      struct mw_reply *reply, bool *lost)
+{
+	int status = 0, r = transport(c, frame, len, sock_fd, reply, &status);
+
+	*lost = daemon_gone(r) || r == -EAGAIN;
+	return r ? r : status;
+}
+
+static void hdr_init(struct mw_hdr *h, uint16_t type, size_t len);
+
+/* Tells a new daemon what the old one knew from this client: its jobs and open iterations. */
+static int replay(struct mercury_client *c, bool *lost)
+{
+	struct mw_reply reply;
+
+	for (unsigned i = 0; i < c->njobs; i++) {
+		const struct job_record *j = &c->jobs[i];
+		struct mw_job_declare d = {.job = htole32(j->job),
+					   .n_layers = htole32(j->n_layers),
+					   .weight = htole32(j->weight)};
+		struct mw_iter it = {.job = htole32(j->job)};
+		int r;
+
+		hdr_init(&d.h, MW_JOB_DECLARE, sizeof(d));
+		if ((r = round_trip(c, &d, sizeof(d), -1, &reply, lost)))
+			return r;
+		if (!j->win.has_open)
+			continue;
+		hdr_init(&it.h, MW_ITER_BEGIN, sizeof(it));
+		it.iteration = htole64(j->win.oldest_open);
+		if ((r = round_trip(c, &it, sizeof(it), -1, &reply, lost)))
+			return r;
+		for (unsigned d = 1; d < 64; d++) { /* iterations ended ahead of the oldest */
+			if (!(j->win.ended_mask & (1ull << d)))
+				continue;
+			hdr_init(&it.h, MW_ITER_END, sizeof(it));
+			it.iteration = htole64(j->win.oldest_open + d);
+			if ((r = round_trip(c, &it, sizeof(it), -1, &reply, lost)))
+				return r;
+		}
+	}
+	return 0;
+}
+
+static void set_recv_timeout(int fd, int ms)
+{
+	struct timeval tv = {.tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000};
+
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+}
+
+/*
+ * Waits (bounded by reconnect_ms) for a daemon on the path that answers, then replays this
+ * client's state. A socket file with nobody serving it (a listener that does not accept or
+ * answer) counts as no daemon. The error when none came names the daemon (mercury_strerror).
+ */
+static int reconnect(struct mercury_client *c)
+{
+	struct timespec ts = {.tv_nsec = RECONNECT_POLL_MS * 1000000L};
+	int waited = 0, r;
+
+	if (c->fd >= 0)
+		close(c->fd);
+	for (;;) {
+		c->fd = connect_unix(c->path);
+		if (c->fd >= 0) {
+			int left = c->reconnect_ms - waited;
+
+			bool lost = false;
+
+			set_recv_timeout(c->fd,
+					 left > RECONNECT_POLL_MS ? left : RECONNECT_POLL_MS);
+			r = replay(c, &lost);
+			set_recv_timeout(c->fd, 0);
+			if (r == 0)
+				return 0;
+			close(c->fd);
+			c->fd = -1;
+			if (!lost)
+				return r; /* the new daemon refused the replay: say why */
+			r = -ECONNREFUSED;
+		} else {
+			r = c->fd == -ENOENT ? -ENOENT : -ECONNREFUSED;
+		}
+		if (waited >= c->reconnect_ms)
+			return r;
+		nanosleep(&ts, NULL);
+		waited += RECONNECT_POLL_MS;
+	}
+}
+
+/* The record of job (NULL: none; create: a free one, NULL when full). c->lock held. */
+static struct job_record *job_record(struct mercury_client *c, uint32_t job, bool create)
+{
+	for (unsigned i = 0; i < c->njobs; i++)
+		if (c->jobs[i].job == job)
+			return &c->jobs[i];
+	if (!create || c->njobs >= MAX_JOBS)
+		return NULL;
+	c->jobs[c->njobs] = (struct job_record){.job = job};
+	return &c->jobs[c->njobs++];
+}
+
+/* What a successful frame changes in this client's record of its jobs (c->lock held). */
+static void record(struct mercury_client *c, const void *frame)
+{
+	const struct mw_hdr *h = frame;
+	struct job_record *j;
+
+	switch (le16toh(h->type)) {
+	case MW_JOB_DECLARE: {
+		const struct mw_job_declare *d = frame;
+
+		j = job_record(c, le32toh(d->job), true);
+		if (j) {
+			j->n_layers = le32toh(d->n_layers);
+			j->weight = le32toh(d->weight);
+		}
+		break;
+	}
+	case MW_ITER_BEGIN:
+	case MW_ITER_END: {
+		const struct mw_iter *it = frame;
+
+		j = job_record(c, le32toh(it->job), false);
+		if (j && le16toh(h->type) == MW_ITER_BEGIN)
+			iter_window_begin(&j->win, le64toh(it->iteration));
+		else if (j)
+			iter_window_end(&j->win, le64toh(it->iteration));
+		break;
+	}
+	}
+}
+
+/*
+ * A request and its reply. If the daemon is gone (restarted, killed), reconnects, replays
+ * this client's jobs and iterations, and sends the request once more. What succeeded is
+ * recorded under the same lock, so a replay never misses it.
+ */
+static int request(struct mercury_client *c, void *frame, size_t len, int sock_fd,
+		   struct mw_reply *reply)
+{
+	bool lost = false;
+	int r;
+
+	if (!c)
+		return -EINVAL;
+	pthread_mutex_lock(&c->lock);
+	r = round_trip(c, frame, len, sock_fd, reply, &lost);
+	if (lost) {
+		r = reconnect(c);
+		if (r == 0)
+			r = round_trip(c, frame, len, sock_fd, reply, &lost);
+	}
+	if (r == 0)
+		record(c, frame);
 	pthread_mutex_unlock(&c->lock);
 	return r;
 }

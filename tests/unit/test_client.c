@@ -24,11 +24,15 @@
 static char sock_path[108];
 static int listen_fd = -1;
 
+#define FAKE_LOG 16
+
 struct fake {
 	pthread_t th;
 	int conn;
 	unsigned frames, with_fd;
-	int close_after; /* hang up after this many frames (0: never) */
+	int close_after;	  /* hang up after this many frames (0: never) */
+	unsigned types[FAKE_LOG]; /* frame types and iterations, in arrival order */
+	uint64_t iters[FAKE_LOG];
 };
 
 /*
@@ -69,9 +73,14 @@ static void *fake_daemon(void *arg)
 				nfds++;
 			}
 		}
+		reply.status = mw_decode(frame, (size_t)n, nfds > 0, &m);
+		if (f->frames < FAKE_LOG) {
+			f->types[f->frames] = m.type;
+			f->iters[f->frames] =
+			    m.type == MW_ITER_BEGIN || m.type == MW_ITER_END ? m.iter.iteration : 0;
+		}
 		f->frames++;
 		f->with_fd += nfds > 0;
-		reply.status = mw_decode(frame, (size_t)n, nfds > 0, &m);
 		if (reply.status == 0 && m.type == MW_JOB_DECLARE)
 			reply.status = -(int32_t)(m.job.job % 40);
 		else if (reply.status == 0 && m.type == MW_TAG)
@@ -226,11 +235,38 @@ static void test_daemon_gone(void **state)
 	struct mercury_client *c = start(&f, 2);
 
 	(void)state;
+	mercury_set_reconnect_timeout(c, 200);
 	assert_int_equal(mercury_job_declare(c, 40, 4, 1), 0);
-	assert_int_equal(mercury_job_declare(c, 40, 4, 1), -ECONNRESET); /* no reply: hung up */
+	/* hung up without a reply, and nobody serves the socket after it: a bounded wait, then
+	 * an error that names the daemon */
+	assert_int_equal(mercury_job_declare(c, 40, 4, 1), -ECONNREFUSED);
 	pthread_join(f.th, NULL);
-	assert_true(mercury_job_declare(c, 40, 4, 1) < 0);
+	assert_int_equal(mercury_job_declare(c, 40, 4, 1), -ECONNREFUSED);
+	assert_non_null(strstr(mercury_strerror(-ECONNREFUSED), "mercuryd"));
 	mercury_disconnect(c);
+}
+
+/* A restarted daemon gets the client's job and open iteration before the next call. */
+static void test_daemon_restart_replays_state(void **state)
+{
+	struct fake f1, f2 = {0};
+	struct mercury_client *c = start(&f1, 4);
+
+	(void)state;
+	assert_int_equal(mercury_job_declare(c, 40, 4, 2), 0);
+	assert_int_equal(mercury_iteration_begin(c, 40, 7), 0);
+	assert_int_equal(mercury_iteration_begin(c, 40, 8), 0);
+	assert_int_equal(pthread_create(&f2.th, NULL, fake_daemon, &f2), 0); /* the restart */
+	/* f1 reads this one and hangs up without a reply: the client reconnects to f2 */
+	assert_int_equal(mercury_iteration_end(c, 40, 8), 0);
+	assert_int_equal(f2.frames, 3);
+	assert_int_equal(f2.types[0], MW_JOB_DECLARE);
+	assert_int_equal(f2.types[1], MW_ITER_BEGIN); /* the oldest open: 7 */
+	assert_int_equal(f2.iters[1], 7);
+	assert_int_equal(f2.types[2], MW_ITER_END); /* then the call itself */
+	assert_int_equal(f2.iters[2], 8);
+	pthread_join(f1.th, NULL);
+	stop(&f2, c);
 }
 
 static void test_every_code_has_a_message(void **state)
@@ -250,11 +286,14 @@ static void test_every_code_has_a_message(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_frames_the_daemon_accepts),
-	    cmocka_unit_test(test_argument_errors_without_round_trip),
-	    cmocka_unit_test(test_threads_share_one_client),
-	    cmocka_unit_test(test_daemon_gone),
-	    cmocka_unit_test(test_every_code_has_a_message),
+	    cmocka_unit_test_setup_teardown(test_frames_the_daemon_accepts, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_argument_errors_without_round_trip, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_threads_share_one_client, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_daemon_gone, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_daemon_restart_replays_state, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_every_code_has_a_message, setup, teardown),
 	};
-	return cmocka_run_group_tests(tests, setup, teardown);
+	/* a listener per test: one whose backlog a test filled would refuse the next */
+	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Clients survive a daemon restart: kill -9 of `mercuryd serve` while clients are in the
+# middle of iterations, then a new serve; each client's next call succeeds, its job and open
+# iterations are back (its tags land in the bands the policy gives them), and a client whose
+# daemon stays away gets a clear error within its reconnect timeout.
+. "$(dirname "$0")/lib.sh"
+
+tmp=$(mktemp -d)
+trap 'cleanup; rm -rf "$tmp"' EXIT
+sock=$tmp/mercuryd.sock
+export MERCURY_SOCKET=$sock PYTHONPATH=$ROOT/python MERCURY_LIB=$ROOT/build/libmercury.so
+driver() { in_s python3 "$ROOT/tests/integration/tag_driver.py" 10.77.0.2 7000 "$1" 6 2>&1; }
+ask() { # coproc-name command: one line back (bounded)
+	local -n p=$1
+	echo "$2" >&"${p[1]}"
+	read -r -t 20 reply <&"${p[0]}" || reply="err timeout"
+}
+in_band() { echo "$reply" | grep -Eq "band$1=(10[0-9]{5}|[2-9][0-9]{6})"; } # >= 1 MB there
+tag_lands() { # coproc label layer iteration band
+	ask "$1" connect
+	ask "$1" "tag $3 $4"
+	check "$2: tag acknowledged ($reply)" test "$reply" = ok
+	ask "$1" bands
+	check "$2: layer $3 of iteration $4 went to band $5 ($reply)" in_band "$5"
+}
+kill_serve() {
+	kill -9 "$SERVE_PID"
+	wait "$SERVE_PID" 2>/dev/null
+}
+
+setup_pair || { fail "namespace setup"; finish; }
+check "attach" mercuryd_s attach va --qdisc htb --rate 1gbit
+start_sink 7000
+check "service is up" start_serve "$sock" "$tmp/serve1.log"
+coproc A { driver 5; }
+PIDS+=($A_PID)
+coproc B { driver 6; }
+PIDS+=($B_PID)
+for c in A B; do
+	read -r -t 20 reply <&"$(eval echo "\${$c[0]}")"
+	check "client $c declared its job ($reply)" test "$reply" = "ok ready"
+done
+# A runs ahead: iteration 0 and 1 open; B is at iteration 10.
+ask A "begin 0"
+ask A "begin 1"
+ask B "begin 10"
+tag_lands A "A before the kill" 2 0 1
+tag_lands A "A before the kill, iteration ahead" 1 1 6
+tag_lands B "B before the kill" 1 10 0
+
+kill_serve
+check "serve is gone" sh -c "! kill -0 $SERVE_PID 2>/dev/null"
+check "a new serve is up" start_serve "$sock" "$tmp/serve2.log"
+# The new daemon learns A's job and that iteration 0 is still open from A itself.
+tag_lands A "A after the restart, iteration ahead" 1 1 6
+tag_lands A "A after the restart" 3 0 2
+tag_lands B "B after the restart" 3 10 2
+ask A "end 0"
+check "A ends iteration 0 on the new daemon ($reply)" test "$reply" = ok
+tag_lands A "A after ending iteration 0: iteration 1 is current" 1 1 0
+check "the new daemon saw each client's job again" test "$(grep -c 'rejected' "$tmp/serve2.log")" -eq 0
+
+# A daemon that stays away: a bounded wait, then an error naming it; later calls recover.
+coproc C { MERCURY_RECONNECT_MS=300 driver 7; }
+PIDS+=($C_PID)
+read -r -t 20 reply <&"${C[0]}"
+ask C connect
+kill_serve
+t0=$(date +%s%N)
+ask C "tagnext 1 0"
+ms=$((($(date +%s%N) - t0) / 1000000))
+check "with no daemon the call fails in ${ms} ms (timeout 300 ms)" test "$ms" -lt 3000
+check "... with an error naming mercuryd ($reply)" sh -c "echo '$reply' | grep -q mercuryd"
+check "a third serve is up" start_serve "$sock" "$tmp/serve3.log"
+ask C "begin 0"
+check "C's next call succeeds ($reply)" test "$reply" = ok
+tag_lands C "C after the daemon came back" 2 0 1
+for c in A B C; do ask $c quit; done
+check "detach" mercuryd_s detach va
+finish
