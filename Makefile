@@ -64,7 +64,7 @@ BENCH_BINS  := $(BENCH_SRCS:bench/%.c=$(BUILD)/bench/%)
 # skeletons are kept so that the dependency files can name them.
 .SECONDARY: $(BPF_OBJS) $(SKELS)
 
-.PHONY: all deps test test-unit test-kernel test-integration test-vm test-asan fuzz bench demo format check-format clean vmlinux
+.PHONY: all deps test test-unit test-kernel test-integration test-vm test-fresh test-asan fuzz bench demo format check-format clean vmlinux
 LIBS_OUT := $(if $(LIB_SRCS),$(BUILD)/libmercury.so $(BUILD)/libmercury.a)
 PS_OUT   := $(if $(wildcard ps/main.c),$(BUILD)/mercury-ps)
 all: $(BUILD)/mercuryd $(BPF_OBJS) $(LIBS_OUT) $(PS_OUT) $(UNIT_BINS) $(KTEST_BINS) $(BENCH_BINS) $(EXAMPLE_BINS)
@@ -138,6 +138,10 @@ test-kernel: all
 
 test-vm: all
 	tests/vm/run.sh
+
+# The README's two commands on a bare Debian root (mmdebstrap + chroot); see the script.
+test-fresh:
+	scripts/test-fresh.sh
 
 test-integration: all
 	tests/run.sh integration

@@ -51,11 +51,6 @@ static bool attach_matches(const struct mercury_attach_state *st, const struct a
 	       (a->hook == MERCURY_HOOK_NONE || a->hook == st->hook);
 }
 
-static const char *hook_name(__u32 hook)
-{
-	return hook == MERCURY_HOOK_TCX ? "tcx" : hook == MERCURY_HOOK_CLSACT ? "clsact" : "none";
-}
-
 static void print_attached(const struct cli_ctx *ctx, const char *iface,
 			   const struct mercury_attach_state *st, const char *how, const char *warn,
 			   const char *why)
@@ -74,7 +69,8 @@ static void print_attached(const struct cli_ctx *ctx, const char *iface,
 		json_object_object_add(o, "default_band",
 				       json_object_new_int((int)st->default_band));
 		json_object_object_add(o, "rate_bps", json_object_new_int64((int64_t)st->rate_bps));
-		json_object_object_add(o, "hook", json_object_new_string(hook_name(st->hook)));
+		json_object_object_add(o, "hook",
+				       json_object_new_string(iface_hook_name(st->hook)));
 		json_object_object_add(o, "qdisc_handle",
 				       json_object_new_int64(st->qdisc_handle >> 16));
 		json_object_object_add(o, "mqprio_hw", json_object_new_boolean(st->mqprio_hw));
@@ -91,7 +87,7 @@ static void print_attached(const struct cli_ctx *ctx, const char *iface,
 	       backend_name(st->backend), st->qdisc_handle >> 16, st->nbands, st->default_band);
 	if (st->rate_bps)
 		printf(", rate %.0f Mbit/s", st->rate_bps * 8 / 1e6);
-	printf(", hook %s, pins %s\n", hook_name(st->hook), dir);
+	printf(", hook %s, pins %s\n", iface_hook_name(st->hook), dir);
 	if (why && *why)
 		printf("auto: %s\n", why);
 }

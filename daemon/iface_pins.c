@@ -1,5 +1,6 @@
 /* Reading and removing the pins of one attached interface. */
 #include <dirent.h>
+#include <net/if.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -42,6 +43,23 @@ static int read_pinned_value(const char *root, const char *iface, const char *na
 		*found_size = info.value_size;
 	close(fd);
 	return r;
+}
+
+const char *iface_hook_name(uint32_t hook)
+{
+	return hook == MERCURY_HOOK_TCX ? "tcx" : hook == MERCURY_HOOK_CLSACT ? "clsact" : "none";
+}
+
+const char *iface_outcome_name(int outcome)
+{
+	static const char *const names[MERCURY_OUT_MAX] = {
+	    [MERCURY_OUT_TAGGED] = "tagged",	   [MERCURY_OUT_TAG_MISS] = "tag_miss",
+	    [MERCURY_OUT_UNTAGGED] = "untagged",   [MERCURY_OUT_NO_PAYLOAD] = "no_payload",
+	    [MERCURY_OUT_NO_OFFSET] = "no_offset", [MERCURY_OUT_NOT_TCP] = "not_tcp",
+	    [MERCURY_OUT_MALFORMED] = "malformed",
+	};
+
+	return outcome >= 0 && outcome < MERCURY_OUT_MAX ? names[outcome] : "?";
 }
 
 uint64_t current_netns_ino(void)
@@ -236,4 +254,31 @@ int iface_teardown(const char *root, const char *iface, const struct mercury_att
 	}
 	iface_unpin_all(root, iface);
 	return r > 0 ? 1 : 0;
+}
+
+/* Health: are the pieces attach put in place still there? */
+const char *iface_health(const char *root, const char *iface, const struct mercury_attach_state *st)
+{
+	struct tc_hook_result hook;
+	struct qdisc_root qr;
+	char link_pin[PATH_MAX], err[256];
+
+	if (st->netns_ino != current_netns_ino())
+		return "in another network namespace";
+	if (if_nametoindex(iface) != st->ifindex)
+		return "device gone";
+	pins_path(link_pin, sizeof(link_pin), root, iface, PIN_LINK);
+	iface_state_hook(st, &hook);
+	bool hooked = tc_hook_present((int)st->ifindex, &hook, link_pin);
+	bool ours = qdisc_get_root((int)st->ifindex, &qr, err, sizeof(err)) == 0 &&
+		    qr.handle == st->qdisc_handle;
+
+	/* A detach that stopped after taking Mercury out but before the old tree was back. */
+	if (!hooked && !ours && (qr.is_default || (st->saved_root && qr.handle == st->saved_root)))
+		return "detach incomplete (run detach again)";
+	if (!hooked)
+		return "classifier missing";
+	if (!ours)
+		return "root qdisc replaced";
+	return "ok";
 }

@@ -14,6 +14,10 @@
 #define PIN_STATE      "attach_state"
 #define PIN_SAVED_TREE "saved_tree"
 
+/* Names as status and metrics print them: "tcx", "clsact", "none"; "tagged", "untagged" ... */
+const char *iface_hook_name(uint32_t hook);
+const char *iface_outcome_name(int outcome);
+
 /* Inode of the caller's network namespace: interface names and indexes are per namespace. */
 uint64_t current_netns_ino(void);
 
@@ -27,6 +31,11 @@ int iface_stats_read(const char *root, const char *iface, struct mercury_stats *
 
 /* The hook description stored in the attach record. */
 void iface_state_hook(const struct mercury_attach_state *st, struct tc_hook_result *hook);
+
+/* "ok", or what is wrong: "classifier missing", "root qdisc replaced", "device gone",
+ * "detach incomplete (run detach again)", "in another network namespace". */
+const char *iface_health(const char *root, const char *iface,
+			 const struct mercury_attach_state *st);
 
 /* Removes every pin of the interface and its directory; missing pins are fine. */
 void iface_unpin_all(const char *root, const char *iface);

@@ -5,6 +5,7 @@
 #include <bpf/libbpf.h>
 
 #include "cli.h"
+#include "mercury_abi.h"
 
 #define MERCURY_VERSION "0.1.0"
 
@@ -17,13 +18,15 @@ struct cmd {
 static const struct cmd cmds[] = {
     {"attach", do_attach,
      "attach <iface> [--qdisc auto|mqprio|prio|ets|htb|tbf] [--bands N] [--rate R]\n"
-     "                [--default-band B] [--force]"},
+     "                [--default-band B] [--hook auto|tcx|clsact] [--force]"},
     {"detach", do_detach, "detach <iface>"},
     {"status", do_status, "status [<iface>]"},
     {"tag", do_tag,
      "tag --pid P --fd F (--next N | --offset S --len N) --level L | --pid P --fd F "
      "--show|--clear"},
-    {"serve", do_serve, "serve [--socket PATH] [--group NAME]"},
+    {"serve", do_serve,
+     "serve [--socket PATH] [--group NAME] [--metrics-textfile DIR] [--metrics-interval S]"},
+    {"metrics", do_metrics, "metrics [--textfile DIR]"},
 };
 
 static void usage(FILE *f)
@@ -79,7 +82,8 @@ int main(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		case 'V':
-			printf("mercuryd %s (layout %d)\n", MERCURY_VERSION, 1);
+			printf("mercuryd %s (layout %d)\n", MERCURY_VERSION,
+			       MERCURY_LAYOUT_VERSION);
 			return 0;
 		default:
 			usage(stderr);

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/signalfd.h>
+#include <sys/timerfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -27,6 +28,7 @@
 #include "event_service.h"
 #include "iface_pins.h"
 #include "map_sync.h"
+#include "metrics.h"
 #include "pins.h"
 
 #define SERVE_MAX_CLIENTS 256
@@ -50,14 +52,23 @@ struct service {
 	struct timespec bands_checked;
 	struct pinned_map tags_map, stats_map;
 	char maps_note[256]; /* last problem logged, to log each once */
+	struct service_metrics metrics;
+	const char *metrics_dir; /* --metrics-textfile */
+	int metrics_fd;		 /* timerfd of the periodic write; -1 without */
 };
 
 static void serve_usage(void)
 {
-	printf("Usage: mercuryd serve [--socket PATH] [--group NAME]\n\n"
+	printf("Usage: mercuryd serve [--socket PATH] [--group NAME] [--metrics-textfile DIR]\n"
+	       "                      [--metrics-interval SECONDS]\n\n"
 	       "Serves training-step events from libmercury clients on a Unix socket\n"
 	       "(default " MERCURY_DEFAULT_SOCKET_PATH ", mode 0660, group mercury).\n"
-	       "Frameworks connect with mercury_connect(); see include/mercury.h.\n");
+	       "Frameworks connect with mercury_connect(); see include/mercury.h.\n"
+	       "  --socket PATH             where to listen ($MERCURY_SOCKET also sets it)\n"
+	       "  --group NAME              group allowed to connect besides root (mercury)\n"
+	       "  --metrics-textfile DIR    write DIR/mercury.prom (data path and service\n"
+	       "                            metrics) for node_exporter's textfile collector\n"
+	       "  --metrics-interval S      how often (default 15 s)\n");
 }
 
 /* Lowest band count over the attached interfaces: the policy lays levels out for it. */
@@ -203,14 +214,47 @@ static void client_readable(struct service *s, struct client *c)
 		for (int i = 0; i < k && nfds < 4; i++)
 			memcpy(&fds[nfds++], CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
 	}
+	struct timespec t0, t1;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	refresh_bands(s);
 	sync_maps(s);
 	event_handle(&s->ev, c->id, &c->cred, &c->jobs_mask, frame, (size_t)n,
 		     (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) != 0, fds, nfds, &reply);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	service_metrics_observe(&s->metrics, reply.status,
+				(double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9);
 	for (int i = 0; i < nfds; i++)
 		close(fds[i]); /* never keep a client's socket */
 	if (send(c->fd, &reply, sizeof(reply), MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
 		drop_client(s, c);
+}
+
+/* The service's figures as of now, then the whole textfile. */
+static void write_metrics(struct service *s)
+{
+	struct service_metrics *m = &s->metrics;
+	char err[512];
+	uint64_t expirations;
+
+	if (s->metrics_fd >= 0 && read(s->metrics_fd, &expirations, sizeof(expirations)) < 0 &&
+	    errno != EAGAIN)
+		return;
+	m->clients = 0;
+	for (int i = 0; i < SERVE_MAX_CLIENTS; i++)
+		m->clients += s->clients[i].fd >= 0;
+	m->jobs = 0;
+	for (unsigned i = 0; i < s->ev.policy.njobs && i < 64; i++) {
+		const struct policy_job *j = &s->ev.policy.jobs[i];
+
+		m->job[m->jobs].uid = s->ev.slots[j->job].uid;
+		m->job[m->jobs].job = s->ev.slots[j->job].job;
+		m->job[m->jobs].open = j->win.has_open;
+		m->job[m->jobs].oldest_open = j->win.oldest_open;
+		m->jobs++;
+	}
+	if (metrics_write_textfile(s->metrics_dir, s->ctx->pin_root, m, err, sizeof(err)))
+		fprintf(stderr, "mercuryd: metrics: %s\n", err);
 }
 
 /* A live daemon answers connect(); a stale socket file of a killed one refuses it. */
@@ -293,6 +337,8 @@ static int serve_loop(struct service *s)
 		for (int i = 0; i < n; i++) {
 			if (evs[i].data.ptr == &s->listen_fd) {
 				accept_client(s);
+			} else if (evs[i].data.ptr == &s->metrics_fd) {
+				write_metrics(s);
 			} else if (evs[i].data.ptr == &s->signal_fd) {
 				struct signalfd_siginfo si;
 
@@ -311,8 +357,12 @@ int do_serve(const struct cli_ctx *ctx, int argc, char **argv)
 {
 	static const struct option opts[] = {{"socket", required_argument, NULL, 's'},
 					     {"group", required_argument, NULL, 'g'},
+					     {"metrics-textfile", required_argument, NULL, 'm'},
+					     {"metrics-interval", required_argument, NULL, 'i'},
 					     {"help", no_argument, NULL, 'h'},
 					     {NULL, 0, NULL, 0}};
+	long interval_s = 15;
+	char *end;
 	const char *path = getenv("MERCURY_SOCKET"), *group = "mercury";
 	static struct service s; /* large: keep it off the stack */
 	char err[512];
@@ -321,13 +371,23 @@ int do_serve(const struct cli_ctx *ctx, int argc, char **argv)
 
 	if (!path)
 		path = MERCURY_DEFAULT_SOCKET_PATH;
+	memset(&s, 0, sizeof(s));
 	optind = 0;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		if (c == 's')
 			path = optarg;
 		else if (c == 'g')
 			group = optarg;
-		else if (c == 'h') {
+		else if (c == 'm')
+			s.metrics_dir = optarg;
+		else if (c == 'i') {
+			interval_s = strtol(optarg, &end, 10);
+			if (interval_s < 1 || *end || interval_s > 86400) {
+				cli_error(ctx, "serve: --metrics-interval takes whole seconds, "
+					       "1..86400");
+				return 2;
+			}
+		} else if (c == 'h') {
 			serve_usage();
 			return 0;
 		} else {
@@ -335,9 +395,8 @@ int do_serve(const struct cli_ctx *ctx, int argc, char **argv)
 			return 2;
 		}
 	}
-	memset(&s, 0, sizeof(s));
 	s.ctx = ctx;
-	s.listen_fd = s.epoll_fd = s.signal_fd = -1;
+	s.listen_fd = s.epoll_fd = s.signal_fd = s.metrics_fd = -1;
 	for (int i = 0; i < SERVE_MAX_CLIENTS; i++)
 		s.clients[i].fd = -1;
 	if (pins_prepare(ctx->pin_root, err, sizeof(err)) ||
@@ -371,11 +430,25 @@ int do_serve(const struct cli_ctx *ctx, int argc, char **argv)
 	struct epoll_event sev = {.events = EPOLLIN, .data.ptr = &s.signal_fd};
 	epoll_ctl(s.epoll_fd, EPOLL_CTL_ADD, s.listen_fd, &lev);
 	epoll_ctl(s.epoll_fd, EPOLL_CTL_ADD, s.signal_fd, &sev);
+	if (s.metrics_dir) {
+		struct itimerspec its = {.it_interval.tv_sec = interval_s, .it_value.tv_nsec = 1};
+		struct epoll_event mev = {.events = EPOLLIN, .data.ptr = &s.metrics_fd};
+
+		s.metrics_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+		if (s.metrics_fd < 0 || timerfd_settime(s.metrics_fd, 0, &its, NULL) ||
+		    epoll_ctl(s.epoll_fd, EPOLL_CTL_ADD, s.metrics_fd, &mev)) {
+			cli_error(ctx, "serve: cannot start the metrics timer: %s",
+				  strerror(errno));
+			goto out;
+		}
+	}
 	fprintf(stderr, "mercuryd: serving events on %s (policy for %u bands)\n", path,
 		s.ev.policy.nbands);
 	sd_notify(0, "READY=1");
 	r = serve_loop(&s);
 	sd_notify(0, "STOPPING=1");
+	if (s.metrics_dir)
+		write_metrics(&s); /* the last figures, not the ones of up to an interval ago */
 	ret = r ? 1 : 0;
 out:
 	for (int i = 0; i < SERVE_MAX_CLIENTS; i++)
@@ -389,6 +462,8 @@ out:
 		close(s.epoll_fd);
 	if (s.signal_fd >= 0)
 		close(s.signal_fd);
+	if (s.metrics_fd >= 0)
+		close(s.metrics_fd);
 	close(s.tags_map.fd);
 	close(s.stats_map.fd);
 	return ret;

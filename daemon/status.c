@@ -15,13 +15,6 @@
 #include "tagged_sockets.h"
 #include <bpf/bpf.h>
 
-static const char *const outcome_names[MERCURY_OUT_MAX] = {
-    [MERCURY_OUT_TAGGED] = "tagged",	   [MERCURY_OUT_TAG_MISS] = "tag_miss",
-    [MERCURY_OUT_UNTAGGED] = "untagged",   [MERCURY_OUT_NO_PAYLOAD] = "no_payload",
-    [MERCURY_OUT_NO_OFFSET] = "no_offset", [MERCURY_OUT_NOT_TCP] = "not_tcp",
-    [MERCURY_OUT_MALFORMED] = "malformed",
-};
-
 struct status_walk {
 	const struct cli_ctx *ctx;
 	struct json_object *list;
@@ -35,34 +28,6 @@ static struct json_object *counter_json(const struct mercury_counter *c)
 	json_object_object_add(o, "packets", json_object_new_int64((int64_t)c->packets));
 	json_object_object_add(o, "bytes", json_object_new_int64((int64_t)c->bytes));
 	return o;
-}
-
-/* Health: are the pieces attach put in place still there? */
-static const char *health(const char *root, const char *iface,
-			  const struct mercury_attach_state *st)
-{
-	struct tc_hook_result hook;
-	struct qdisc_root qr;
-	char link_pin[PATH_MAX], err[256];
-
-	if (st->netns_ino != current_netns_ino())
-		return "in another network namespace";
-	if (if_nametoindex(iface) != st->ifindex)
-		return "device gone";
-	pins_path(link_pin, sizeof(link_pin), root, iface, PIN_LINK);
-	iface_state_hook(st, &hook);
-	bool hooked = tc_hook_present((int)st->ifindex, &hook, link_pin);
-	bool ours = qdisc_get_root((int)st->ifindex, &qr, err, sizeof(err)) == 0 &&
-		    qr.handle == st->qdisc_handle;
-
-	/* A detach that stopped after taking Mercury out but before the old tree was back. */
-	if (!hooked && !ours && (qr.is_default || (st->saved_root && qr.handle == st->saved_root)))
-		return "detach incomplete (run detach again)";
-	if (!hooked)
-		return "classifier missing";
-	if (!ours)
-		return "root qdisc replaced";
-	return "ok";
 }
 
 static int show_one(const char *iface, void *arg)
@@ -83,7 +48,7 @@ static int show_one(const char *iface, void *arg)
 		return r;
 	}
 	w->n++;
-	hook = st.hook == MERCURY_HOOK_TCX ? "tcx" : "clsact";
+	hook = iface_hook_name(st.hook);
 	pins_path(dir, sizeof(dir), root, iface, NULL);
 	if (w->ctx->json) {
 		struct json_object *o = json_object_new_object(), *bands = json_object_new_array(),
@@ -92,7 +57,7 @@ static int show_one(const char *iface, void *arg)
 		json_object_object_add(o, "iface", json_object_new_string(iface));
 		json_object_object_add(o, "ifindex", json_object_new_int((int)st.ifindex));
 		json_object_object_add(o, "health",
-				       json_object_new_string(health(root, iface, &st)));
+				       json_object_new_string(iface_health(root, iface, &st)));
 		json_object_object_add(o, "backend",
 				       json_object_new_string(backend_name(st.backend)));
 		json_object_object_add(o, "bands", json_object_new_int((int)st.nbands));
@@ -118,15 +83,15 @@ static int show_one(const char *iface, void *arg)
 		}
 		json_object_object_add(o, "per_band", bands);
 		for (int i = 0; i < MERCURY_OUT_MAX; i++)
-			json_object_object_add(outs, outcome_names[i],
+			json_object_object_add(outs, iface_outcome_name(i),
 					       counter_json(&sum.outcome[i]));
 		json_object_object_add(o, "outcomes", outs);
 		json_object_array_add(w->list, o);
 		return 0;
 	}
 	printf("%s: %s, %s root %x:, %u bands, untagged -> band %u, hook %s", iface,
-	       health(root, iface, &st), backend_name(st.backend), st.qdisc_handle >> 16, st.nbands,
-	       st.default_band, hook);
+	       iface_health(root, iface, &st), backend_name(st.backend), st.qdisc_handle >> 16,
+	       st.nbands, st.default_band, hook);
 	if (st.rate_bps)
 		printf(", rate %.0f Mbit/s", st.rate_bps * 8 / 1e6);
 	printf("\n  pins: %s\n  band  skb_priority      packets          bytes\n", dir);
@@ -136,7 +101,7 @@ static int show_one(const char *iface, void *arg)
 		       (unsigned long long)sum.band[b].bytes);
 	printf("  outcome           packets          bytes\n");
 	for (int i = 0; i < MERCURY_OUT_MAX; i++)
-		printf("  %-10s  %12llu  %14llu\n", outcome_names[i],
+		printf("  %-10s  %12llu  %14llu\n", iface_outcome_name(i),
 		       (unsigned long long)sum.outcome[i].packets,
 		       (unsigned long long)sum.outcome[i].bytes);
 	return 0;

@@ -8,6 +8,7 @@ pkgs=(
 	iproute2 iperf3 jq bc ethtool python3 python3-dev systemd util-linux procps
 	clang-format libclang-rt-14-dev
 	qemu-system-x86 busybox-static cpio xz-utils gnuplot-nox
+	mmdebstrap git prometheus-node-exporter curl
 )
 missing=()
 for p in "${pkgs[@]}"; do

@@ -93,6 +93,34 @@ while True:
 	PIDS+=($!)
 }
 
+# Skips the test where python3 is missing (the kernel matrix's guest has none).
+need_python() {
+	command -v python3 >/dev/null || { echo "SKIP: needs python3 (a libmercury client in Python)"; exit 77; }
+}
+
+# Client NAME: tests/integration/tag_driver.py for job $2 (6 layers, sink 10.77.0.2:7000) in
+# the sender namespace, talked to over two FIFOs; extra args are VAR=value for its
+# environment. `ask NAME COMMAND` sends a line and puts the one-line answer in $reply.
+start_driver() {
+	local name=$1 job=$2 dir fd_in fd_out
+	shift 2
+	dir=$(mktemp -d)
+	mkfifo "$dir/in" "$dir/out"
+	env "$@" nsenter --net=/var/run/netns/"$NS_S" python3 "$ROOT/tests/integration/tag_driver.py" \
+		10.77.0.2 7000 "$job" 6 <"$dir/in" >"$dir/out" 2>&1 &
+	PIDS+=($!)
+	exec {fd_in}>"$dir/in" {fd_out}<"$dir/out"
+	rm -rf "$dir" # the FIFOs stay open through the fds
+	eval "DRIVER_IN_$name=$fd_in DRIVER_OUT_$name=$fd_out"
+	read -r -t 20 reply <&"$fd_out" || reply="err no answer"
+}
+ask() {
+	local in out
+	eval "in=\$DRIVER_IN_$1 out=\$DRIVER_OUT_$1"
+	echo "$2" >&"$in"
+	read -r -t 20 reply <&"$out" || reply="err no answer"
+}
+
 # Starts `mercuryd serve` in the sender namespace on socket $1, log $2; waits (bounded) for
 # its socket. SERVE_PID is the daemon itself (nsenter execs it).
 start_serve() {

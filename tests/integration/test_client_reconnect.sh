@@ -9,14 +9,8 @@ tmp=$(mktemp -d)
 trap 'cleanup; rm -rf "$tmp"' EXIT
 sock=$tmp/mercuryd.sock
 export MERCURY_SOCKET=$sock PYTHONPATH=$ROOT/python MERCURY_LIB=$ROOT/build/libmercury.so
-driver() { in_s python3 "$ROOT/tests/integration/tag_driver.py" 10.77.0.2 7000 "$1" 6 2>&1; }
-ask() { # coproc-name command: one line back (bounded)
-	local -n p=$1
-	echo "$2" >&"${p[1]}"
-	read -r -t 20 reply <&"${p[0]}" || reply="err timeout"
-}
 in_band() { echo "$reply" | grep -Eq "band$1=(10[0-9]{5}|[2-9][0-9]{6})"; } # >= 1 MB there
-tag_lands() { # coproc label layer iteration band
+tag_lands() { # client label layer iteration band
 	ask "$1" connect
 	ask "$1" "tag $3 $4"
 	check "$2: tag acknowledged ($reply)" test "$reply" = ok
@@ -28,17 +22,14 @@ kill_serve() {
 	wait "$SERVE_PID" 2>/dev/null
 }
 
+need_python
 setup_pair || { fail "namespace setup"; finish; }
 check "attach" mercuryd_s attach va --qdisc htb --rate 1gbit
 start_sink 7000
 check "service is up" start_serve "$sock" "$tmp/serve1.log"
-coproc A { driver 5; }
-PIDS+=($A_PID)
-coproc B { driver 6; }
-PIDS+=($B_PID)
-for c in A B; do
-	read -r -t 20 reply <&"$(eval echo "\${$c[0]}")"
-	check "client $c declared its job ($reply)" test "$reply" = "ok ready"
+for c in A:5 B:6; do
+	start_driver "${c%:*}" "${c#*:}"
+	check "client ${c%:*} declared its job ($reply)" test "$reply" = "ok ready"
 done
 # A runs ahead: iteration 0 and 1 open; B is at iteration 10.
 ask A "begin 0"
@@ -61,9 +52,7 @@ tag_lands A "A after ending iteration 0: iteration 1 is current" 1 1 0
 check "the new daemon saw each client's job again" test "$(grep -c 'rejected' "$tmp/serve2.log")" -eq 0
 
 # A daemon that stays away: a bounded wait, then an error naming it; later calls recover.
-coproc C { MERCURY_RECONNECT_MS=300 driver 7; }
-PIDS+=($C_PID)
-read -r -t 20 reply <&"${C[0]}"
+start_driver C 7 MERCURY_RECONNECT_MS=300
 ask C connect
 kill_serve
 t0=$(date +%s%N)

@@ -9,26 +9,23 @@ trap 'cleanup; rm -rf "$tmp"' EXIT
 sock=$tmp/mercuryd.sock
 export MERCURY_SOCKET=$sock PYTHONPATH=$ROOT/python MERCURY_LIB=$ROOT/build/libmercury.so
 
-# Sends a command to the driver and reads its one-line answer (bounded).
-ask() { echo "$1" >&"${DRV[1]}"; read -r -t 20 reply <&"${DRV[0]}" || reply="err timeout"; }
 in_band() { echo "$reply" | grep -Eq "band$1=(10[0-9]{5}|[2-9][0-9]{6})"; } # >= 1 MB there
 tag_checked() { # label layer: tag 1 MB at layer on a new socket; its bytes are in the band
-	ask connect
-	ask "tag $2 0"
+	ask D connect
+	ask D "tag $2 0"
 	check "$1: tag acknowledged ($reply)" test "$reply" = ok
-	ask bands
+	ask D bands
 	check "$1: the tagged bytes went to layer $2's band $(($2 - 1)) ($reply)" in_band $(($2 - 1))
 }
 
+need_python
 setup_pair || { fail "namespace setup"; finish; }
 check "attach" mercuryd_s attach va --qdisc htb --rate 1gbit
 start_sink 7000
 check "service is up" start_serve "$sock" "$tmp/serve.log"
-coproc DRV { in_s python3 "$ROOT/tests/integration/tag_driver.py" 10.77.0.2 7000 5 6 2>&1; }
-PIDS+=($DRV_PID)
-read -r -t 20 reply <&"${DRV[0]}"
+start_driver D 5
 check "client connected and declared its job ($reply)" test "$reply" = "ok ready"
-ask "begin 0"
+ask D "begin 0"
 tag_checked "before any detach" 1
 
 # 1. detach + attach under a running serve.
@@ -38,32 +35,32 @@ tag_checked "after detach + attach" 2
 
 # 2. detach alone: the service pins its maps again; the next attach reads them.
 check "detach" mercuryd_s detach va
-ask connect
-ask "tagnext 3 0"
+ask D connect
+ask D "tagnext 3 0"
 check "a tag with nothing attached is acknowledged ($reply)" test "$reply" = ok
 check "the service pinned its tag map again" test -e "$PIN_ROOT/sock_tags"
 check "the service said so in its log" grep -q "pinned map .* there again" "$tmp/serve.log"
 check "attach" mercuryd_s attach va --qdisc htb --rate 1gbit
-ask send
-ask bands
+ask D send
+ask D bands
 check "the tag made while detached classifies once attached: band 2 ($reply)" in_band 2
 tag_checked "after detach, tag, attach" 4
 
 # 3. A map of another layout pinned in its place: tags fail with a reason, then recover.
 check "detach" mercuryd_s detach va
-ask connect
-ask "tagnext 1 0" # the service re-pins its maps
+ask D connect
+ask D "tagnext 1 0" # the service re-pins its maps
 rm -f "$PIN_ROOT/sock_tags"
 check "pin a foreign map as sock_tags" bpftool map create "$PIN_ROOT/sock_tags" type hash key 4 value 4 entries 1 name sock_tags
-ask "tagnext 1 0"
+ask D "tagnext 1 0"
 check "a tag into a map of another layout fails ($reply)" sh -c "echo '$reply' | grep -q 'pinned tag map'"
 check "the service logged why" grep -q "another layout" "$tmp/serve.log"
 rm -f "$PIN_ROOT/sock_tags"
-ask "tagnext 1 0"
+ask D "tagnext 1 0"
 check "with the foreign pin gone, tags work again ($reply)" test "$reply" = ok
 check "attach" mercuryd_s attach va --qdisc htb --rate 1gbit
 tag_checked "after the layout change" 5
 check "the service kept serving" kill -0 "$SERVE_PID"
-ask quit
+ask D quit
 check "detach" mercuryd_s detach va
 finish

@@ -1,0 +1,50 @@
+/* mercuryd metrics: the data path's counters in the Prometheus text format. */
+#include <getopt.h>
+#include <stdio.h>
+
+#include "cli.h"
+#include "metrics.h"
+
+static void metrics_usage(void)
+{
+	printf("Usage: mercuryd metrics [--textfile DIR]\n\n"
+	       "Prints every attached interface's counters (per band, per classifier outcome),\n"
+	       "attach state and health in the Prometheus text format. With --textfile, writes\n"
+	       "them to DIR/mercury.prom for node_exporter's textfile collector instead\n"
+	       "(atomically: a cron job or timer can run it). `mercuryd serve --metrics-textfile`\n"
+	       "also publishes the event service's figures.\n");
+}
+
+int do_metrics(const struct cli_ctx *ctx, int argc, char **argv)
+{
+	static const struct option opts[] = {{"textfile", required_argument, NULL, 't'},
+					     {"help", no_argument, NULL, 'h'},
+					     {NULL, 0, NULL, 0}};
+	const char *dir = NULL;
+	char err[512];
+	int c;
+
+	optind = 0;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		if (c == 't') {
+			dir = optarg;
+		} else if (c == 'h') {
+			metrics_usage();
+			return 0;
+		} else {
+			cli_error(ctx, "metrics: unknown option; see mercuryd metrics --help");
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		cli_error(ctx, "metrics: takes no interface (every attached one is shown)");
+		return 2;
+	}
+	if (!dir)
+		return metrics_write(stdout, ctx->pin_root, NULL) ? 1 : 0;
+	if (metrics_write_textfile(dir, ctx->pin_root, NULL, err, sizeof(err))) {
+		cli_error(ctx, "metrics: %s", err);
+		return 1;
+	}
+	return 0;
+}
