@@ -182,6 +182,47 @@ check-format:
 clean:
 	rm -rf $(BUILD) build-asan
 
+# ---- install ----
+# make install [PREFIX=/usr/local] [DESTDIR=...]; make uninstall with the same values.
+PREFIX     ?= /usr/local
+SBINDIR    ?= $(PREFIX)/sbin
+BINDIR     ?= $(PREFIX)/bin
+LIBDIR     ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+MANDIR     ?= $(PREFIX)/share/man
+UNITDIR    ?= $(PREFIX)/lib/systemd/system
+COMPDIR    ?= $(PREFIX)/share/bash-completion/completions
+# Debian's python3 reads /usr/lib/python3/dist-packages and /usr/local/lib/python3.X/dist-packages.
+PYTHONDIR  ?= $(if $(filter /usr,$(PREFIX)),/usr/lib/python3/dist-packages,$(PREFIX)/lib/python$(shell python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)/dist-packages)
+VERSION    := $(shell sed -n 's/^\#define MERCURY_VERSION "\(.*\)"/\1/p' daemon/main.c)
+INSTALLED  := $(SBINDIR)/mercuryd $(BINDIR)/mercury-ps $(LIBDIR)/libmercury.so.1 $(LIBDIR)/libmercury.so \
+	$(LIBDIR)/libmercury.a $(INCLUDEDIR)/mercury.h $(INCLUDEDIR)/mercury_groups.h \
+	$(LIBDIR)/pkgconfig/mercury.pc $(MANDIR)/man8/mercuryd.8 $(UNITDIR)/mercuryd.service \
+	$(COMPDIR)/mercuryd $(PYTHONDIR)/mercury/__init__.py
+
+.PHONY: install uninstall
+install: $(BUILD)/mercuryd $(BUILD)/mercury-ps $(BUILD)/libmercury.so $(BUILD)/libmercury.a
+	install -D -m 0755 $(BUILD)/mercuryd $(DESTDIR)$(SBINDIR)/mercuryd
+	install -D -m 0755 $(BUILD)/mercury-ps $(DESTDIR)$(BINDIR)/mercury-ps
+	install -D -m 0755 $(BUILD)/libmercury.so $(DESTDIR)$(LIBDIR)/libmercury.so.1
+	ln -sf libmercury.so.1 $(DESTDIR)$(LIBDIR)/libmercury.so
+	install -D -m 0644 $(BUILD)/libmercury.a $(DESTDIR)$(LIBDIR)/libmercury.a
+	install -D -m 0644 include/mercury.h $(DESTDIR)$(INCLUDEDIR)/mercury.h
+	install -D -m 0644 include/mercury_groups.h $(DESTDIR)$(INCLUDEDIR)/mercury_groups.h
+	mkdir -p $(DESTDIR)$(LIBDIR)/pkgconfig
+	sed -e 's#@PREFIX@#$(PREFIX)#' -e 's#@LIBDIR@#$(LIBDIR)#' -e 's#@INCLUDEDIR@#$(INCLUDEDIR)#' \
+		-e 's#@VERSION@#$(VERSION)#' scripts/mercury.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/mercury.pc
+	install -D -m 0644 man/mercuryd.8 $(DESTDIR)$(MANDIR)/man8/mercuryd.8
+	mkdir -p $(DESTDIR)$(UNITDIR)
+	sed 's#/usr/local/sbin/mercuryd#$(SBINDIR)/mercuryd#' systemd/mercuryd.service > $(DESTDIR)$(UNITDIR)/mercuryd.service
+	install -D -m 0644 completion/mercuryd.bash $(DESTDIR)$(COMPDIR)/mercuryd
+	install -D -m 0644 python/mercury/__init__.py $(DESTDIR)$(PYTHONDIR)/mercury/__init__.py
+	@[ -n "$(DESTDIR)" ] || ldconfig 2>/dev/null || true
+
+uninstall:
+	rm -f $(addprefix $(DESTDIR),$(INSTALLED))
+	-rmdir $(DESTDIR)$(PYTHONDIR)/mercury 2>/dev/null
+
 # Reference PS on the emulated cluster (cluster/): the paper's comparison and its short demo.
 .PHONY: bench-cluster demo-cluster
 bench-cluster: $(BUILD)/mercury-ps $(BUILD)/mercuryd

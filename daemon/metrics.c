@@ -13,8 +13,8 @@
 #include "tagged_sockets.h"
 
 /* Upper bounds (seconds) of the request latency buckets; +Inf follows. */
-static const double lat_bounds[METRICS_LAT_BUCKETS] = {
-    2e-6, 5e-6, 1e-5, 2e-5, 5e-5, 1e-4, 2e-4, 5e-4, 1e-3, 1e-2, 1e-1};
+static const double lat_bounds[METRICS_LAT_BUCKETS] = {2e-6, 5e-6, 1e-5, 2e-5, 5e-5, 1e-4,
+						       2e-4, 5e-4, 1e-3, 1e-2, 1e-1};
 
 void service_metrics_observe(struct service_metrics *m, int status, double seconds)
 {
@@ -86,7 +86,8 @@ static int iface_metrics(const char *iface, void *arg)
 	case 3:
 	case 4:
 		for (unsigned b = 0; b < st.nbands && b < MERCURY_MAX_BANDS; b++) {
-			fprintf(f, "mercury_band_%s_total{iface=\"", w->pass == 3 ? "packets" : "bytes");
+			fprintf(f, "mercury_band_%s_total{iface=\"",
+				w->pass == 3 ? "packets" : "bytes");
 			put_label(f, iface);
 			fprintf(f, "\",band=\"%u\"} %llu\n", b,
 				(unsigned long long)(w->pass == 3 ? sum.band[b].packets
@@ -189,8 +190,8 @@ int metrics_write(FILE *f, const char *pin_root, const struct service_metrics *s
 	return ferror(f) ? -EIO : 0;
 }
 
-int metrics_write_textfile(const char *dir, const char *pin_root,
-			   const struct service_metrics *svc, char *err, size_t errlen)
+int metrics_write_textfile(const char *dir, const char *pin_root, const struct service_metrics *svc,
+			   char *err, size_t errlen)
 {
 	char tmp[PATH_MAX], path[PATH_MAX];
 	FILE *f;

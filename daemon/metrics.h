@@ -34,7 +34,7 @@ void service_metrics_observe(struct service_metrics *m, int status, double secon
 int metrics_write(FILE *f, const char *pin_root, const struct service_metrics *svc);
 
 /* The same into <dir>/mercury.prom, atomically (a temporary file renamed over it). */
-int metrics_write_textfile(const char *dir, const char *pin_root,
-			   const struct service_metrics *svc, char *err, size_t errlen);
+int metrics_write_textfile(const char *dir, const char *pin_root, const struct service_metrics *svc,
+			   char *err, size_t errlen);
 
 #endif

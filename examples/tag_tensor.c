@@ -2,7 +2,11 @@
  * Example: a "worker" sends tensors of several layers to a peer over one TCP connection per
  * layer group, tagging each with libmercury before writing it, then prints where the
  * classifier put its bytes. Usage: tag_tensor HOST PORT [n_layers] [tensor_bytes]
+ * Build: cc -std=c11 tag_tensor.c $(pkg-config --cflags --libs mercury)
  */
+#ifndef _GNU_SOURCE
+#define _POSIX_C_SOURCE 200809L /* getaddrinfo under -std=c11 */
+#endif
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <stdio.h>
