@@ -5,7 +5,9 @@
  *   throughput: tensors tagged per second from C concurrent clients (threads, one client
  *               each) in batches of 32 tensors;
  *   soak:       S sockets opened, tagged and closed by C clients.
- * Usage: tag_bench latency|throughput|soak [-n N] [-c CLIENTS] [-j] [--map PINNED_SOCK_TAGS]
+ *   scale:      C clients (1..128) at once, one tensor per call, for -n calls in all: every
+ *               call's round trip (p50/p99/p99.9) and the tags/s of all of them together.
+ * Usage: tag_bench latency|throughput|soak|scale [-n N] [-c CLIENTS] [-j] [--map PINNED_SOCK_TAGS]
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -105,8 +107,9 @@ static void latency(long n, bool json, const char *map_path)
 struct worker {
 	pthread_t th;
 	long n, done;
-	int mode; /* 0 throughput, 1 soak */
+	int mode; /* 0 throughput, 1 soak, 2 scale */
 	int err;
+	double *lat; /* scale: one round trip per call, microseconds */
 };
 
 static pthread_mutex_t accept_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -135,7 +138,7 @@ static void *work(void *arg)
 	for (int i = 0; i < MERCURY_MAX_BATCH; i++)
 		batch[i] =
 		    (struct mercury_tensor){.len = 4096, .layer = 1, .dir = 0, .iteration = 0};
-	if (w->mode == 0)
+	if (w->mode != 1)
 		fd = locked_socket();
 	while (w->done < w->n) {
 		if (w->mode == 1) { /* soak: a fresh socket per iteration, three tensors, close */
@@ -149,6 +152,11 @@ static void *work(void *arg)
 			r = mercury_tag_batch(m, fd, JOB, batch, 3);
 			close(fd);
 			w->done++;
+		} else if (w->mode == 2) {
+			double t0 = now_us();
+
+			r = mercury_tag_next(m, fd, JOB, 1, MERCURY_PUSH, 0, 4096);
+			w->lat[w->done++] = now_us() - t0;
 		} else {
 			r = mercury_tag_batch(m, fd, JOB, batch, batch_size);
 			w->done += batch_size;
@@ -158,21 +166,45 @@ static void *work(void *arg)
 			break;
 		}
 	}
-	if (w->mode == 0)
+	if (w->mode != 1)
 		close(fd);
 	mercury_disconnect(m);
 	return NULL;
 }
 
+#define MAX_CLIENTS 128
+
+static void report_scale(struct worker *w, int clients, long total, double dt, bool json)
+{
+	double *all = calloc((size_t)total, sizeof(double));
+	long k = 0;
+
+	if (!all)
+		die("scale", -ENOMEM);
+	for (int i = 0; i < clients; i++)
+		for (long j = 0; j < w[i].done; j++)
+			all[k++] = w[i].lat[j];
+	qsort(all, (size_t)k, sizeof(double), cmp_double);
+	printf(json ? "{\"clients\":%d,\"calls\":%ld,\"p50_us\":%.1f,\"p99_us\":%.1f,"
+		      "\"p999_us\":%.1f,\"tags_per_s\":%.0f}\n"
+		    : "%3d clients, one tensor per call: %ld calls, p50 %.1f us, p99 %.1f us, "
+		      "p99.9 %.1f us, %.0f tags/s\n",
+	       clients, k, all[k / 2], all[k * 99 / 100], all[k * 999 / 1000], k / dt);
+	free(all);
+}
+
 static void parallel(int mode, long n, int clients, bool json)
 {
-	struct worker w[16] = {0};
+	static struct worker w[MAX_CLIENTS];
 	long total = 0;
 	double t0 = now_us(), dt;
 
+	memset(w, 0, sizeof(w));
 	for (int i = 0; i < clients; i++) {
 		w[i].n = n / clients;
 		w[i].mode = mode;
+		if (mode == 2 && !(w[i].lat = calloc((size_t)w[i].n + 1, sizeof(double))))
+			die("scale", -ENOMEM);
 		pthread_create(&w[i].th, NULL, work, &w[i]);
 	}
 	for (int i = 0; i < clients; i++) {
@@ -182,6 +214,12 @@ static void parallel(int mode, long n, int clients, bool json)
 		total += w[i].done;
 	}
 	dt = (now_us() - t0) / 1e6;
+	if (mode == 2) {
+		report_scale(w, clients, total, dt, json);
+		for (int i = 0; i < clients; i++)
+			free(w[i].lat);
+		return;
+	}
 	if (mode == 0)
 		printf(json ? "{\"clients\":%d,\"batch\":%u,\"tensors\":%ld,\"seconds\":%.3f,"
 			      "\"tags_per_s\":%.0f}\n"
@@ -216,15 +254,18 @@ int main(int argc, char **argv)
 		else if (c == 'm')
 			map_path = optarg;
 		else {
-			printf("usage: tag_bench latency|throughput|soak [-n N] [-c CLIENTS] [-b "
+			printf("usage: tag_bench latency|throughput|soak|scale [-n N] [-c CLIENTS] "
+			       "[-b "
 			       "BATCH] [-j] "
 			       "[--map PINNED_SOCK_TAGS]\n");
 			return c == 'h' ? 0 : 2;
 		}
 	}
-	if (optind != argc - 1 || clients < 1 || clients > 16 || batch_size < 1 ||
+	if (optind != argc - 1 || clients < 1 || clients > MAX_CLIENTS || batch_size < 1 ||
 	    batch_size > MERCURY_MAX_BATCH) {
-		fprintf(stderr, "tag_bench: give one of latency, throughput, soak (-c 1..16)\n");
+		fprintf(stderr,
+			"tag_bench: give one of latency, throughput, soak, scale (-c 1..%d)\n",
+			MAX_CLIENTS);
 		return 2;
 	}
 	listen_fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -242,6 +283,8 @@ int main(int argc, char **argv)
 		parallel(0, n ? n : 2000000, clients, json);
 	else if (!strcmp(argv[optind], "soak"))
 		parallel(1, n ? n : 10000, clients, json);
+	else if (!strcmp(argv[optind], "scale"))
+		parallel(2, n ? n : 200000, clients, json);
 	else
 		return 2;
 	return 0;

@@ -218,7 +218,8 @@ static void client_readable(struct service *s, struct client *c)
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	refresh_bands(s);
-	sync_maps(s);
+	if (nfds > 0) /* tags and stats come with a socket; other frames touch no map */
+		sync_maps(s);
 	event_handle(&s->ev, c->id, &c->cred, &c->jobs_mask, frame, (size_t)n,
 		     (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) != 0, fds, nfds, &reply);
 	clock_gettime(CLOCK_MONOTONIC, &t1);

@@ -40,6 +40,8 @@ bind() { # host path, path in the root, mount options
 	mkdir -p "$fresh/root$2"
 	mount "${@:3}" "$1" "$fresh/root$2" && mounts+=("$fresh/root$2")
 }
+# The root a mount point of its own, as / is on a real machine (ip netns exec remounts it).
+mount --bind "$fresh/root" "$fresh/root" && mounts+=("$fresh/root") || { log "bind mount of the root failed"; exit 1; }
 bind /proc /proc --rbind &&
 	bind /sys /sys --rbind &&
 	bind /dev /dev --rbind || { log "bind mounts failed"; exit 1; }
