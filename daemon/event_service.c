@@ -11,21 +11,17 @@
 #include "wire_decode.h"
 
 /* The fd is a TCP socket owned by the peer (or the peer is root). Whether it is connected
- * is checked where its stream position is read. */
+ * is checked where its stream position is read. SO_PROTOCOL alone tells TCP: only
+ * AF_INET/AF_INET6 stream sockets report IPPROTO_TCP (MPTCP and SCTP report their own). */
 static int check_socket(int fd, const struct ucred *cred)
 {
-	int domain = 0, type = 0, proto = 0;
-	socklen_t len = sizeof(int);
+	int proto = 0;
+	socklen_t len = sizeof(proto);
 	struct stat st;
 
-	if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len))
+	if (getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &proto, &len))
 		return errno == ENOTSOCK ? -ENOTSOCK : -errno;
-	len = sizeof(int);
-	getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len);
-	len = sizeof(int);
-	getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &proto, &len);
-	if ((domain != AF_INET && domain != AF_INET6) || type != SOCK_STREAM ||
-	    proto != IPPROTO_TCP)
+	if (proto != IPPROTO_TCP)
 		return -EPROTOTYPE;
 	if (fstat(fd, &st))
 		return -errno;
