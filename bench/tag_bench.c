@@ -210,7 +210,7 @@ static void parallel(int mode, long n, int clients, bool json)
 	for (int i = 0; i < clients; i++) {
 		pthread_join(w[i].th, NULL);
 		if (w[i].err)
-			die(mode ? "soak" : "throughput", w[i].err);
+			die(mode == 2 ? "scale" : mode ? "soak" : "throughput", w[i].err);
 		total += w[i].done;
 	}
 	dt = (now_us() - t0) / 1e6;

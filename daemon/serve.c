@@ -52,6 +52,7 @@ struct service {
 	struct timespec bands_checked;
 	struct pinned_map tags_map, stats_map;
 	char maps_note[256]; /* last problem logged, to log each once */
+	bool maps_error_seen;
 	struct service_metrics metrics;
 	const char *metrics_dir; /* --metrics-textfile */
 	int metrics_fd;		 /* timerfd of the periodic write; -1 without */
@@ -97,14 +98,20 @@ static void refresh_bands(struct service *s)
 			 s->ev.min_bands_seen > MERCURY_MAX_BANDS ? 8 : s->ev.min_bands_seen);
 }
 
-/* Before each frame: the maps written are the pinned ones the classifier reads. */
+/* Before each frame with a socket: the maps written are the pinned ones the classifier reads.
+ * One stat() when nothing changed: the two shared maps are pinned and unpinned together
+ * (pins_global_maps, pins_remove_unused_globals), so the stats map is looked at when the tag
+ * map's pin moved or failed. */
 static void sync_maps(struct service *s)
 {
 	struct pinned_map *maps[] = {&s->tags_map, &s->stats_map};
+	ino_t tags_ino = s->tags_map.ino;
 	char note[256];
 	int r = 0;
 
 	for (size_t i = 0; i < 2 && r == 0; i++) {
+		if (i == 1 && !s->maps_error_seen && s->tags_map.ino == tags_ino)
+			break;
 		r = pinned_map_sync(s->ctx->pin_root, maps[i], note, sizeof(note));
 		if (note[0] && strcmp(note, s->maps_note))
 			fprintf(stderr, "mercuryd: %s%s\n", note,
@@ -114,6 +121,7 @@ static void sync_maps(struct service *s)
 	s->ev.tags_fd = s->tags_map.fd;
 	s->ev.stats_fd = s->stats_map.fd;
 	s->ev.maps_error = r ? -ESTALE : 0;
+	s->maps_error_seen = r != 0;
 }
 
 /* Root, or the group among the peer's groups as they were at connect() (SO_PEERGROUPS: the
@@ -315,7 +323,7 @@ static int open_listener(struct service *s, const char *path, const char *group)
 	unlink(path); /* a stale socket of a killed daemon */
 	s->bound = bind(s->listen_fd, (struct sockaddr *)&addr, sizeof(addr)) == 0;
 	if (!s->bound || (s->have_group && chown(path, 0, s->group)) || chmod(path, 0660) ||
-	    listen(s->listen_fd, 64)) {
+	    listen(s->listen_fd, SOMAXCONN)) {
 		int r = -errno;
 
 		cli_error(s->ctx, "serve: cannot listen on %s: %s", path, strerror(-r));

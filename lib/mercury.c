@@ -42,8 +42,9 @@ struct mercury_client {
 
 _Static_assert(MERCURY_MAX_BATCH == MW_MAX_BATCH, "batch limits differ");
 
-/* Never blocks: a listener whose backlog is full (nobody accepts) is -ECONNREFUSED. */
-static int connect_unix(const char *path)
+/* Never blocks: -EAGAIN when the listener's backlog is full (a busy daemon, or a socket file
+ * nobody serves). */
+static int connect_unix_once(const char *path)
 {
 	struct sockaddr_un addr = {.sun_family = AF_UNIX};
 	int fd, r;
@@ -53,7 +54,7 @@ static int connect_unix(const char *path)
 	if (fd < 0)
 		return -errno;
 	if (connect(fd, (struct sockaddr *)&addr, sizeof(addr))) {
-		r = errno == EAGAIN ? -ECONNREFUSED : -errno;
+		r = -errno;
 		close(fd);
 		return r;
 	}
@@ -63,6 +64,22 @@ static int connect_unix(const char *path)
 		return r;
 	}
 	return fd;
+}
+
+/* Retries a full backlog until wait_ms has passed, then calls it -ECONNREFUSED. */
+static int connect_unix(const char *path, int wait_ms)
+{
+	struct timespec ts = {.tv_nsec = 1000000L};
+	int fd;
+
+	for (int waited = 0;; waited++) {
+		fd = connect_unix_once(path);
+		if (fd != -EAGAIN)
+			return fd;
+		if (waited >= wait_ms)
+			return -ECONNREFUSED;
+		nanosleep(&ts, NULL);
+	}
 }
 
 API int mercury_connect(const char *path, struct mercury_client **out)
@@ -83,7 +100,7 @@ API int mercury_connect(const char *path, struct mercury_client **out)
 		return -ENOMEM;
 	strcpy(c->path, path);
 	c->reconnect_ms = env ? atoi(env) : DEFAULT_RECONNECT_MS;
-	c->fd = connect_unix(path);
+	c->fd = connect_unix(path, c->reconnect_ms);
 	if (c->fd < 0) {
 		int r = c->fd;
 
@@ -239,7 +256,7 @@ static int reconnect(struct mercury_client *c)
 	if (c->fd >= 0)
 		close(c->fd);
 	for (;;) {
-		c->fd = connect_unix(c->path);
+		c->fd = connect_unix(c->path, 0);
 		if (c->fd >= 0) {
 			int left = c->reconnect_ms - waited;
 
@@ -257,7 +274,7 @@ static int reconnect(struct mercury_client *c)
 				return r; /* the new daemon refused the replay: say why */
 			r = -ECONNREFUSED;
 		} else {
-			r = c->fd == -ENOENT ? -ENOENT : -ECONNREFUSED;
+			r = c->fd == -ENOENT ? -ENOENT : -ECONNREFUSED; /* -EAGAIN: nobody accepts */
 		}
 		if (waited >= c->reconnect_ms)
 			return r;
