@@ -200,7 +200,11 @@ INSTALLED  := $(SBINDIR)/mercuryd $(BINDIR)/mercury-ps $(LIBDIR)/libmercury.so.1
 	$(LIBDIR)/pkgconfig/mercury.pc $(MANDIR)/man8/mercuryd.8 $(UNITDIR)/mercuryd.service \
 	$(COMPDIR)/mercuryd $(PYTHONDIR)/mercury/__init__.py
 
-.PHONY: install uninstall
+.PHONY: install uninstall deb
+# A Debian package of `make install PREFIX=/usr` (dpkg-deb): build/mercury_<version>_<arch>.deb
+deb: $(BUILD)/mercuryd $(BUILD)/mercury-ps $(BUILD)/libmercury.so $(BUILD)/libmercury.a
+	scripts/make-deb.sh
+
 install: $(BUILD)/mercuryd $(BUILD)/mercury-ps $(BUILD)/libmercury.so $(BUILD)/libmercury.a
 	install -D -m 0755 $(BUILD)/mercuryd $(DESTDIR)$(SBINDIR)/mercuryd
 	install -D -m 0755 $(BUILD)/mercury-ps $(DESTDIR)$(BINDIR)/mercury-ps

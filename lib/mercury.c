@@ -274,7 +274,8 @@ static int reconnect(struct mercury_client *c)
 				return r; /* the new daemon refused the replay: say why */
 			r = -ECONNREFUSED;
 		} else {
-			r = c->fd == -ENOENT ? -ENOENT : -ECONNREFUSED; /* -EAGAIN: nobody accepts */
+			r = c->fd == -ENOENT ? -ENOENT
+					     : -ECONNREFUSED; /* -EAGAIN: nobody accepts */
 		}
 		if (waited >= c->reconnect_ms)
 			return r;

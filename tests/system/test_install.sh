@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# make install into a DESTDIR puts every piece where an operator looks for it; a program
+# make install into a DESTDIR puts every piece where an operator looks for it, and make deb
+# packages the same tree; a program
 # builds against the installed pkg-config file and runs against the installed library; the
 # completion completes; make uninstall removes every file again.
 set -uo pipefail
@@ -49,6 +50,17 @@ check "completes attach's options (--q -> --qdisc)" test "$(comp mercuryd attach
 check "completes backends (--qdisc h -> htb)" test "$(comp mercuryd attach lo --qdisc h)" = htb
 check "completes interface names (l -> lo)" sh -c "echo ' $(comp mercuryd attach l) ' | grep -q ' lo '"
 check "completes metrics options" test "$(comp mercuryd metrics --t)" = --textfile
+
+# The Debian package holds the same tree and names its runtime libraries.
+if command -v dpkg-deb >/dev/null; then
+	deb=$(BUILD="$build" scripts/make-deb.sh 2>"$scratch/deb.err")
+	check "make deb built a package (${deb:-$(cat "$scratch/deb.err")})" test -f "$deb"
+	dpkg-deb -c "$deb" >"$scratch/deb.list" 2>&1
+	check "... that installs mercuryd, libmercury and the unit" sh -c "grep -q './usr/sbin/mercuryd\$' '$scratch/deb.list' && grep -q './usr/lib/libmercury.so.1\$' '$scratch/deb.list' && grep -q 'mercuryd.service\$' '$scratch/deb.list'"
+	check "... depends on libbpf and libnl ($(dpkg-deb -f "$deb" Depends))" sh -c "dpkg-deb -f '$deb' Depends | grep -q libbpf1 && dpkg-deb -f '$deb' Depends | grep -q libnl-route-3"
+	dpkg-deb --ctrl-tarfile "$deb" | tar -xO ./postinst >"$scratch/postinst" 2>&1
+	check "... and creates group mercury" grep -q 'addgroup --system mercury' "$scratch/postinst"
+fi
 
 check "make uninstall" make -s uninstall DESTDIR="$dest" PREFIX=/usr BUILD="$build"
 left=$(find "$dest" -type f -o -type l | wc -l)
