@@ -64,7 +64,7 @@ BENCH_BINS  := $(BENCH_SRCS:bench/%.c=$(BUILD)/bench/%)
 # skeletons are kept so that the dependency files can name them.
 .SECONDARY: $(BPF_OBJS) $(SKELS)
 
-.PHONY: all deps test test-unit test-kernel test-integration test-vm test-fresh test-asan fuzz bench demo format check-format clean vmlinux
+.PHONY: all deps test test-unit test-kernel test-integration test-vm test-systemd test-fresh test-asan fuzz bench demo format check-format clean vmlinux
 LIBS_OUT := $(if $(LIB_SRCS),$(BUILD)/libmercury.so $(BUILD)/libmercury.a)
 PS_OUT   := $(if $(wildcard ps/main.c),$(BUILD)/mercury-ps)
 all: $(BUILD)/mercuryd $(BPF_OBJS) $(LIBS_OUT) $(PS_OUT) $(UNIT_BINS) $(KTEST_BINS) $(BENCH_BINS) $(EXAMPLE_BINS)
@@ -138,6 +138,10 @@ test-kernel: all
 
 test-vm: all
 	tests/vm/run.sh
+
+# mercuryd.service under a real systemd: Debian root + make deb + the 6.1 kernel under QEMU.
+test-systemd: all
+	tests/vm/systemd-e2e.sh
 
 # The README's two commands on a bare Debian root (mmdebstrap + chroot); see the script.
 test-fresh:
@@ -218,7 +222,7 @@ install: $(BUILD)/mercuryd $(BUILD)/mercury-ps $(BUILD)/libmercury.so $(BUILD)/l
 		-e 's#@VERSION@#$(VERSION)#' scripts/mercury.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/mercury.pc
 	install -D -m 0644 man/mercuryd.8 $(DESTDIR)$(MANDIR)/man8/mercuryd.8
 	mkdir -p $(DESTDIR)$(UNITDIR)
-	sed 's#/usr/local/sbin/mercuryd#$(SBINDIR)/mercuryd#' systemd/mercuryd.service > $(DESTDIR)$(UNITDIR)/mercuryd.service
+	sed 's#/usr/local/sbin/mercuryd#$(SBINDIR)/mercuryd#g' systemd/mercuryd.service > $(DESTDIR)$(UNITDIR)/mercuryd.service
 	install -D -m 0644 completion/mercuryd.bash $(DESTDIR)$(COMPDIR)/mercuryd
 	install -D -m 0644 python/mercury/__init__.py $(DESTDIR)$(PYTHONDIR)/mercury/__init__.py
 	@[ -n "$(DESTDIR)" ] || ldconfig 2>/dev/null || true

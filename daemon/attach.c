@@ -12,6 +12,7 @@
 #include <json-c/json.h>
 
 #include "attach_args.h"
+#include "attach_from.h"
 #include "band_plan.h"
 #include "cli.h"
 #include "iface_pins.h"
@@ -28,7 +29,8 @@ static void attach_usage(void)
 	printf(
 	    "Usage: mercuryd attach <iface> [--qdisc auto|mqprio|prio|ets|htb|tbf] [--bands N]\n"
 	    "                       [--rate R] [--default-band B] [--hook auto|tcx|clsact] "
-	    "[--force]\n\n"
+	    "[--force]\n"
+	    "       mercuryd attach --from FILE\n\n"
 	    "Installs a strict-priority root qdisc and the Mercury classifier at TC egress.\n"
 	    "  --qdisc       backend (default auto: mqprio with NIC offload, prio, ets, htb, tbf)\n"
 	    "  --bands       number of priority bands (default 8; tbf+pfifo_fast has 3)\n"
@@ -36,7 +38,9 @@ static void attach_usage(void)
 	    "  --default-band band of untagged traffic (default: the last, least urgent)\n"
 	    "  --hook        tcx (kernel >= 6.6), clsact, or auto (tcx, else clsact)\n"
 	    "  --force       replace a root qdisc Mercury did not create (detach restores it),\n"
-	    "                or re-attach with other settings\n");
+	    "                or re-attach with other settings\n"
+	    "  --from FILE   attach every interface FILE lists, one '<iface> [options]' a line\n"
+	    "                ('#' comments; no FILE: nothing to do), as the service starts\n");
 }
 
 /* Does the existing attach already give what was asked? Unset arguments match anything. */
@@ -214,6 +218,8 @@ int do_attach(const struct cli_ctx *ctx, int argc, char **argv)
 	bool mqprio_hw = false;
 	unsigned num_tx_queues = 1;
 
+	if (argc == 3 && !strcmp(argv[1], "--from"))
+		return attach_from_file(ctx, argv[2], do_attach);
 	if (attach_args_parse(argc, argv, &a, err, sizeof(err))) {
 		cli_error(ctx, "attach: %s", err);
 		return 2;

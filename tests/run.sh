@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs Mercury's tests by category: unit (pure logic, cmocka), kernel (BPF_PROG_TEST_RUN and
-# netlink tests, root), integration (network namespaces), system (systemd units), vm (QEMU
-# kernel matrix). `all` runs every category that is part of `make test`.
+# netlink tests, root), integration (network namespaces), system (units, install, format),
+# vm (QEMU: the kernel matrix, and mercuryd.service under a real systemd). `all` runs every category that is part of `make test`.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD:-$root/build}
@@ -51,7 +51,10 @@ cat_system() {
 		run_one "system/$(basename "$t" .sh)" timeout 300 bash "$t"
 	done
 }
-cat_vm() { run_one "vm/matrix" timeout 900 bash tests/vm/run.sh; }
+cat_vm() {
+	run_one "vm/matrix" timeout 900 bash tests/vm/run.sh
+	run_one "vm/systemd" timeout 600 bash tests/vm/systemd-e2e.sh
+}
 
 what=${1:-all}
 case $what in

@@ -8,7 +8,7 @@ command -v systemd-analyze >/dev/null || { echo "SKIP: no systemd-analyze"; exit
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fails=0
-sed "s#/usr/local/sbin/mercuryd#$build/mercuryd#" "$root/systemd/mercuryd.service" >"$tmp/mercuryd.service"
+sed "s#/usr/local/sbin/mercuryd#$build/mercuryd#g" "$root/systemd/mercuryd.service" >"$tmp/mercuryd.service"
 if out=$(cd "$tmp" && SYSTEMD_LOG_LEVEL=warning systemd-analyze verify --man=no ./mercuryd.service 2>&1); [ -n "$out" ]; then
 	# verify prints nothing for clean units; anything about our files is a finding.
 	if printf '%s\n' "$out" | grep -E 'mercuryd.service' | grep -v 'not running as PID 1'; then

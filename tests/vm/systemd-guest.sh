@@ -1,0 +1,82 @@
+#!/bin/bash
+# Runs inside the systemd guest of tests/vm/systemd-e2e.sh as a oneshot unit once the system is
+# up: mercuryd's unit as an operator uses it. Every check prints "E2E ok|FAIL: ..." to the second
+# serial port; the last line is "E2E-DONE <failures>"; then the guest powers off.
+set -u
+exec 3>/dev/ttyS1
+fails=0
+say() { echo "E2E $*" >&3; }
+check() { # description, command...
+	local what=$1
+	shift
+	if "$@" >/dev/null 2>&1; then say "ok: $what"; else say "FAIL: $what"; fails=$((fails + 1)); fi
+}
+status_json() { mercuryd -j status va; }
+health() { status_json | jq -r '.interfaces[0].health'; }
+band0_packets() { status_json | jq '.interfaces[0].per_band[0].packets'; }
+
+say "booted: $(uname -r), systemd $(systemctl --version | awk 'NR == 1 {print $2}')"
+# A veth into a peer namespace, as a node's NIC; the interface the config names.
+ip netns add peer && ip link add va type veth peer name vb netns peer &&
+	ip addr add 10.9.0.1/24 dev va && ip link set va up &&
+	ip -n peer addr add 10.9.0.2/24 dev vb && ip -n peer link set vb up && ip -n peer link set lo up
+check "test network up" ping -c1 -W2 10.9.0.2
+mkdir -p /etc/mercury
+echo "va --qdisc htb --rate 100mbit  # attached as the service starts" >/etc/mercury/interfaces
+
+check "systemctl start mercuryd" systemctl start mercuryd
+check "it reached READY under its hardening (active, Type=notify)" \
+	test "$(systemctl show -p ActiveState --value mercuryd)" = active
+check "the unit's sandbox is in force (NoNewPrivileges, no CAP_SYS_ADMIN)" sh -c \
+	"grep -q '^NoNewPrivs:[[:space:]]*1' /proc/\$(systemctl show -p MainPID --value mercuryd)/status &&
+	 ! systemctl show -p CapabilityBoundingSet --value mercuryd | grep -q cap_sys_admin"
+check "va attached at start from /etc/mercury/interfaces" test "$(health)" = ok
+check "the event socket is there, group mercury" test "$(stat -c '%a %G' /run/mercury/mercuryd.sock)" = "660 mercury"
+
+# A client through the hardened service: the example tags one connection per layer.
+ip netns exec peer socat -u TCP-LISTEN:7000,fork,reuseaddr OPEN:/dev/null &
+sink=$!
+sleep 0.5
+out=$(/usr/local/bin/tag_tensor 10.9.0.2 7000 4 2000000 2>&1)
+check "a libmercury client tags through the service (layer 1 in band 0)" sh -c "echo '$out' | grep -q 'layer 1: .*band0=[0-9]\{7\}'"
+say "client said: $(echo "$out" | tr '\n' ';')"
+
+# A long flow whose socket an admin tags: its tags must outlive a restart of the service.
+ip netns exec peer iperf3 -s -D -1 >/dev/null 2>&1
+sleep 0.5
+iperf3 -c 10.9.0.2 -t 30 -b 20M >/dev/null 2>&1 &
+flow=$!
+owner=
+for _ in $(seq 1 50); do
+	owner=$(ss -Htnp state established '( dport = :5201 )' | sed -n 's/.*pid=\([0-9]*\),fd=\([0-9]*\).*/\1 \2/p' | tail -n1)
+	[ -n "$owner" ] && break
+	sleep 0.1
+done
+set -- $owner
+check "tag the flow's socket (admin)" mercuryd tag --pid "${1:-0}" --fd "${2:-0}" --offset 0 --len 1000000000000 --level 0
+ranges() { mercuryd -j tag --pid "${1:-0}" --fd "${2:-0}" --show | jq -c '.ranges'; }
+before=$(ranges "$@")
+
+check "systemctl restart mercuryd" systemctl restart mercuryd
+check "active again after the restart" test "$(systemctl show -p ActiveState --value mercuryd)" = active
+check "the tags outlived the restart ($before)" test "$(ranges "$@")" = "$before"
+check "still attached after the restart" test "$(health)" = ok
+
+check "systemctl stop mercuryd" systemctl stop mercuryd
+check "inactive after stop" test "$(systemctl show -p ActiveState --value mercuryd)" = inactive
+p1=$(band0_packets)
+sleep 2
+p2=$(band0_packets)
+check "stopped: the data path keeps classifying the tagged flow (band 0: $p1 -> $p2 packets)" test "$p2" -gt "$p1"
+check "stopped: the service removed its socket" test ! -e /run/mercury/mercuryd.sock
+
+journal=$(journalctl -u mercuryd --no-pager -o cat 2>&1)
+check "journalctl -u mercuryd: the attach at start" grep -q "attached va: htb" <<<"$journal"
+check "journalctl -u mercuryd: serving events" grep -q "serving events on /run/mercury/mercuryd.sock" <<<"$journal"
+check "journalctl -u mercuryd: the clean exit on SIGTERM" grep -q "signal 15, exiting" <<<"$journal"
+say "journal: $(tr '\n' ';' <<<"$journal" | cut -c1-900)"
+
+kill "$flow" "$sink" 2>/dev/null
+check "detach" mercuryd detach va
+echo "E2E-DONE $fails" >&3
+systemctl poweroff --no-block
