@@ -9,7 +9,9 @@ version=$(sed -n 's/^#define MERCURY_VERSION "\(.*\)"/\1/p' "$root/daemon/main.c
 arch=$(dpkg --print-architecture)
 stage=$build/deb/mercury
 rm -rf "$stage"
-make -s -C "$root" install DESTDIR="$stage" PREFIX=/usr BUILD="$build"
+# stdout carries only the package's path: the install's own chatter (make's "Entering
+# directory" under a parent make) goes to stderr
+make -s --no-print-directory -C "$root" install DESTDIR="$stage" PREFIX=/usr BUILD="$build" >&2
 # Libraries the binaries name themselves (NEEDED, not what those pull in) -> their packages.
 deps=$(for bin in "$stage/usr/sbin/mercuryd" "$stage/usr/bin/mercury-ps" "$stage/usr/lib/libmercury.so.1"; do
 	readelf -d "$bin" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'
