@@ -16,6 +16,7 @@
 #include <net/if.h>
 #include <sys/wait.h>
 
+#include <linux/gen_stats.h>
 #include <linux/netlink.h>
 #include <linux/pkt_cls.h>
 #include <linux/pkt_sched.h>
@@ -230,6 +231,8 @@ static int creatable(const struct nlmsghdr *h, struct nlmsghdr **out)
 	return rc;
 }
 
+static void describe(const struct nlmsghdr *h, char *out, size_t len);
+
 /* ---- dumping ---- */
 
 struct dump_ctx {
@@ -389,6 +392,43 @@ static int u32_order(struct qdisc_ctx *c, struct obj_list *f)
 	return 0;
 }
 
+/* A rate estimator shows only as its readings (TCA_STATS2 / TCA_STATS_RATE_EST*): its
+ * interval and averaging constant cannot be read back, so it cannot be re-created. */
+static bool has_rate_estimator(const struct nlmsghdr *h)
+{
+	struct nlattr *tb[TCA_MAX + 1], *a;
+	int rem;
+
+	if (nlmsg_parse((struct nlmsghdr *)h, sizeof(struct tcmsg), tb, TCA_MAX, NULL) < 0 ||
+	    !tb[TCA_STATS2])
+		return false;
+	nla_for_each_nested(a, tb[TCA_STATS2], rem)
+	{
+		if (nla_type(a) == TCA_STATS_RATE_EST || nla_type(a) == TCA_STATS_RATE_EST64)
+			return true;
+	}
+	return false;
+}
+
+/* What no replay can bring back, found in the dump itself: refused with its name. */
+static int unsavable(struct qdisc_ctx *c, const struct obj_list *l)
+{
+	for (unsigned i = 0; i < l->n; i++) {
+		char d[96];
+
+		if (!has_rate_estimator(l->v[i]))
+			continue;
+		describe(l->v[i], d, sizeof(d));
+		snprintf(
+		    c->err, c->errlen,
+		    "%s of %s has a rate estimator, whose settings no dump shows; it cannot be "
+		    "restored exactly (remove it: tc ... estimator, then attach)",
+		    d, c->ifname);
+		return -ENOTSUP;
+	}
+	return 0;
+}
+
 /* The root tree's qdiscs (kernel-made ones left out), classes and filters, as dumped. */
 static int dump_tree(struct qdisc_ctx *c, struct obj_list *qd, struct obj_list *cl,
 		     struct obj_list *fl)
@@ -435,6 +475,10 @@ static int dump_tree(struct qdisc_ctx *c, struct obj_list *qd, struct obj_list *
 		rc = dump(c, RTM_GETTFILTER, tcm_of(qd->v[i])->tcm_handle, &filters);
 	for (unsigned i = 0; rc == 0 && i < cl->n; i++)
 		rc = dump(c, RTM_GETTFILTER, tcm_of(cl->v[i])->tcm_handle, &filters);
+	if (rc == 0)
+		rc = unsavable(c, qd);
+	if (rc == 0)
+		rc = unsavable(c, cl);
 	if (rc == 0)
 		rc = u32_order(c, &filters);
 	for (unsigned i = 0; rc == 0 && i < filters.n; i++) {

@@ -96,6 +96,14 @@ check "refused: the tree is untouched" test "$before" = "$(snap)"
 check "refused: no pins" test ! -e "$PIN_ROOT/va"
 in_s tc qdisc del dev va root
 
+# A rate estimator: its settings show in no dump.
+in_s tc qdisc add dev va root handle 1: estimator 1sec 8sec htb default 1
+before=$(snap)
+err=$(mercuryd_s attach va --qdisc htb --rate 100mbit --force 2>&1)
+check "a qdisc with a rate estimator is refused, naming it: $err" sh -c "echo \"\$1\" | grep -q 'qdisc htb 1: root of va has a rate estimator'" _ "$err"
+check "refused: the tree is untouched" test "$before" = "$(snap)"
+in_s tc qdisc del dev va root
+
 # u32 instances of one pref on two classes list each other's tables in every dump: refused.
 in_s tc qdisc add dev va root handle 1: htb default 1
 in_s tc class add dev va parent 1: classid 1:1 htb rate 100mbit 2>/dev/null
