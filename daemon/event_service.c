@@ -78,48 +78,30 @@ static int do_iteration(struct event_state *ev, uint32_t uid, const struct mw_ms
 	return policy_iteration_end(&ev->policy, (uint32_t)slot, m->iter.iteration);
 }
 
+_Static_assert(MW_OFFSET_NEXT == TAG_AT_NEXT, "the wire's 'next' offset is the store's");
+
 static int do_tag(struct event_state *ev, uint64_t client_id, uint32_t uid, int fd,
 		  const struct mw_msg *m, struct mw_reply *reply)
 {
-	struct mercury_sock_tags tags;
-	uint64_t next, acked, start;
-	uint32_t levels[MW_MAX_BATCH];
+	struct tag_piece pieces[MW_MAX_BATCH];
+	uint64_t first, end;
 	int slot = slot_of(ev, uid, m->tag.job, false), r;
 
 	if (slot < 0)
 		return slot;
 	for (uint32_t i = 0; i < m->tag.count; i++) {
+		pieces[i].len = m->tag.t[i].len;
 		r = policy_level(&ev->policy, (uint32_t)slot, m->tag.t[i].layer, m->tag.t[i].dir,
-				 m->tag.t[i].iteration, &levels[i]);
+				 m->tag.t[i].iteration, &pieces[i].level);
 		if (r)
 			return r;
 	}
-	if ((r = sock_stream_position(fd, &next, &acked)) ||
-	    (r = tag_store_get(ev->tags_fd, fd, &tags)))
+	r = tag_store_write(ev->tags_fd, fd, m->tag.offset, pieces, m->tag.count, client_id, &first,
+			    &end);
+	if (r)
 		return r;
-	start = m->tag.offset;
-	if (start == MW_OFFSET_NEXT) {
-		/* Tagging ahead: continue where the last tag ended if that is past the writes. */
-		start = next;
-		if (tags.count && tags.ranges[tags.count - 1].end > start)
-			start = tags.ranges[tags.count - 1].end;
-	}
-	/* Out of order: the batch starts inside or before the last range still unacknowledged
-	 * (acknowledged ranges are dropped by tags_insert and do not count). */
-	if (tags.count && tags.count <= MERCURY_RANGES_PER_SOCK &&
-	    tags.ranges[tags.count - 1].end > acked && start < tags.ranges[tags.count - 1].end)
-		return -EEXIST;
-	reply->start = start;
-	for (uint32_t i = 0; i < m->tag.count; i++) {
-		r = tags_insert(&tags, start, m->tag.t[i].len, levels[i], acked);
-		if (r)
-			return r; /* nothing written: the batch is all or nothing */
-		start += m->tag.t[i].len;
-	}
-	tags.owner = client_id;
-	if (bpf_map_update_elem(ev->tags_fd, &fd, &tags, BPF_ANY))
-		return -errno;
-	reply->end = start;
+	reply->start = first;
+	reply->end = end;
 	reply->count = m->tag.count;
 	return 0;
 }

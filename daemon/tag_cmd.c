@@ -144,11 +144,14 @@ int do_tag(const struct cli_ctx *ctx, int argc, char **argv)
 	if (a.clear) {
 		r = tag_store_clear(map_fd, sock);
 	} else if (!a.show) {
-		uint64_t start = a.have_next ? next : a.offset;
-		uint64_t len = a.have_next ? a.next : a.len;
+		uint64_t start = a.have_next ? TAG_AT_NEXT : a.offset, first, end;
+		struct tag_piece piece = {.len = a.have_next ? a.next : a.len, .level = a.level};
+		uint64_t len = piece.len;
 
-		r = tag_store_add(map_fd, sock, start, len, a.level, 0);
-		if (r == -EINVAL)
+		r = tag_store_write(map_fd, sock, start, &piece, 1, 0, &first, &end);
+		if (start == TAG_AT_NEXT)
+			start = first;
+		if (r == -EEXIST)
 			snprintf(err, sizeof(err),
 				 "[%llu, +%llu) overlaps or precedes the socket's "
 				 "last tagged range (tags must go forward)",

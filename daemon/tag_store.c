@@ -13,25 +13,6 @@
 /* tcpi_state values (include/net/tcp_states.h); linux/tcp.h does not export them. */
 enum { TCPI_ESTABLISHED = 1, TCPI_CLOSE_WAIT = 8 };
 
-int tags_find(const struct mercury_sock_tags *tags, uint64_t offset)
-{
-	uint32_t lo = 0,
-		 hi = tags->count > MERCURY_RANGES_PER_SOCK ? MERCURY_RANGES_PER_SOCK : tags->count;
-
-	/* Last range whose start <= offset, then check its end: same as the classifier. */
-	while (lo < hi) {
-		uint32_t mid = (lo + hi) / 2;
-
-		if (tags->ranges[mid].start <= offset)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo == 0 || offset >= tags->ranges[lo - 1].end)
-		return -1;
-	return (int)lo - 1;
-}
-
 int tags_insert(struct mercury_sock_tags *tags, uint64_t start, uint64_t len, uint32_t level,
 		uint64_t acked)
 {
@@ -53,7 +34,7 @@ int tags_insert(struct mercury_sock_tags *tags, uint64_t start, uint64_t len, ui
 	}
 	last = tags->count ? &tags->ranges[tags->count - 1] : NULL;
 	if (last && start < last->end)
-		return -EINVAL; /* overlaps or precedes what is tagged: out of order */
+		return -EEXIST; /* overlaps or precedes what is tagged: out of order */
 	if (last && last->end == start && last->level == level) {
 		last->end = start + len;
 	} else {
@@ -113,22 +94,36 @@ int tag_store_get(int map_fd, int sock_fd, struct mercury_sock_tags *out)
 	return 0;
 }
 
-int tag_store_add(int map_fd, int sock_fd, uint64_t start, uint64_t len, uint32_t level,
-		  uint64_t owner)
+int tag_store_write(int map_fd, int sock_fd, uint64_t start, const struct tag_piece *pieces,
+		    unsigned n, uint64_t owner, uint64_t *first, uint64_t *end)
 {
 	struct mercury_sock_tags tags;
 	uint64_t next, acked;
 	int r;
 
-	if ((r = sock_stream_position(sock_fd, &next, &acked)))
+	if (n == 0)
+		return -EINVAL;
+	if ((r = sock_stream_position(sock_fd, &next, &acked)) ||
+	    (r = tag_store_get(map_fd, sock_fd, &tags)))
 		return r;
-	if ((r = tag_store_get(map_fd, sock_fd, &tags)))
-		return r;
-	if ((r = tags_insert(&tags, start, len, level, acked)))
-		return r;
+	if (start == TAG_AT_NEXT) {
+		/* Tagging ahead: continue where the last tag ended if that is past the writes. */
+		start = next;
+		if (tags.count && tags.count <= MERCURY_RANGES_PER_SOCK &&
+		    tags.ranges[tags.count - 1].end > start)
+			start = tags.ranges[tags.count - 1].end;
+	}
+	*first = start;
+	for (unsigned i = 0; i < n; i++) {
+		r = tags_insert(&tags, start, pieces[i].len, pieces[i].level, acked);
+		if (r)
+			return r; /* nothing written: all pieces or none */
+		start += pieces[i].len;
+	}
 	tags.owner = owner;
 	if (bpf_map_update_elem(map_fd, &sock_fd, &tags, BPF_ANY))
 		return -errno;
+	*end = start;
 	return 0;
 }
 
