@@ -46,9 +46,11 @@ ip netns exec peer iperf3 -s -D -1 >/dev/null 2>&1
 sleep 0.5
 iperf3 -c 10.9.0.2 -t 30 -b 20M >/dev/null 2>&1 &
 flow=$!
+# iperf3 opens a control connection, then the data one (the higher fd): wait for both.
 owner=
-for _ in $(seq 1 50); do
-	owner=$(ss -Htnp state established '( dport = :5201 )' | sed -n 's/.*pid=\([0-9]*\),fd=\([0-9]*\).*/\1 \2/p' | tail -n1)
+for _ in $(seq 1 100); do
+	owner=$(ss -Htnp state established '( dport = :5201 )' |
+		sed -n 's/.*pid=\([0-9]*\),fd=\([0-9]*\).*/\1 \2/p' | sort -k2,2n | awk 'END { if (NR >= 2) print }')
 	[ -n "$owner" ] && break
 	sleep 0.1
 done
