@@ -17,10 +17,9 @@
 #include "tc_tree.h"
 
 /* Reads entry 0 of a pinned array whose value must be `size` bytes. A map of another size
- * (another layout) is -EPROTO and never copied: its value would not fit. *found_size, if
- * set, gets the map's value size. */
+ * (another layout) is -EPROTO and never copied: its value would not fit. */
 static int read_pinned_value(const char *root, const char *iface, const char *name, void *value,
-			     size_t size, __u32 *found_size)
+			     size_t size)
 {
 	struct bpf_map_info info = {};
 	__u32 len = sizeof(info);
@@ -39,8 +38,6 @@ static int read_pinned_value(const char *root, const char *iface, const char *na
 		r = -EPROTO;
 	else if (bpf_map_lookup_elem(fd, &key, value))
 		r = -errno;
-	if (found_size)
-		*found_size = info.value_size;
 	close(fd);
 	return r;
 }
@@ -71,7 +68,7 @@ uint64_t current_netns_ino(void)
 
 int iface_state_read(const char *root, const char *iface, struct mercury_attach_state *st)
 {
-	int r = read_pinned_value(root, iface, PIN_STATE, st, sizeof(*st), NULL);
+	int r = read_pinned_value(root, iface, PIN_STATE, st, sizeof(*st));
 
 	if (r == 0 && st->layout_version != MERCURY_LAYOUT_VERSION)
 		return -EPROTO;
@@ -93,7 +90,7 @@ void iface_state_strerror(const char *root, const char *iface, int r, char *buf,
 
 int iface_cfg_read(const char *root, const char *iface, struct mercury_iface_cfg *cfg)
 {
-	return read_pinned_value(root, iface, PIN_CFG, cfg, sizeof(*cfg), NULL);
+	return read_pinned_value(root, iface, PIN_CFG, cfg, sizeof(*cfg));
 }
 
 int iface_stats_read(const char *root, const char *iface, struct mercury_stats *sum)
@@ -213,7 +210,7 @@ static int restore_tree(const char *root, const char *iface, const struct mercur
 
 	if (!tree)
 		return -ENOMEM;
-	r = read_pinned_value(root, iface, PIN_SAVED_TREE, tree, sizeof(*tree), NULL);
+	r = read_pinned_value(root, iface, PIN_SAVED_TREE, tree, sizeof(*tree));
 	if (r) {
 		snprintf(err, errlen, "cannot read the saved qdisc tree (%s/%s/%s): %s", root,
 			 iface, PIN_SAVED_TREE, strerror(-r));
@@ -260,7 +257,7 @@ int iface_teardown(const char *root, const char *iface, const struct mercury_att
 const char *iface_health(const char *root, const char *iface, const struct mercury_attach_state *st)
 {
 	struct tc_hook_result hook;
-	struct qdisc_root qr;
+	struct qdisc_root qr = {0}; /* unread when the dump fails: neither default nor ours */
 	char link_pin[PATH_MAX], err[256];
 
 	if (st->netns_ino != current_netns_ino())

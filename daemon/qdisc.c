@@ -313,7 +313,7 @@ static void root_from_msg(const struct nlmsghdr *h, struct qdisc_root *r)
 			 (const char *)nla_data(tb[TCA_KIND]));
 }
 
-static int ctx_root(struct qdisc_ctx *c, struct qdisc_root *r, struct nlmsghdr **keep)
+static int ctx_root(struct qdisc_ctx *c, struct qdisc_root *r)
 {
 	struct nlmsghdr *h;
 	int rc = qdisc_root_fetch(c, &h);
@@ -328,16 +328,13 @@ static int ctx_root(struct qdisc_ctx *c, struct qdisc_root *r, struct nlmsghdr *
 		snprintf(r->kind, sizeof(r->kind), "noop");
 		r->is_default = true;
 	}
-	if (keep)
-		*keep = h;
-	else
-		free(h);
+	free(h);
 	return 0;
 }
 
 int qdisc_ctx_root(struct qdisc_ctx *c, struct qdisc_root *r)
 {
-	return ctx_root(c, r, NULL);
+	return ctx_root(c, r);
 }
 
 int qdisc_get_root(int ifindex, struct qdisc_root *out, char *err, size_t errlen)
@@ -347,7 +344,7 @@ int qdisc_get_root(int ifindex, struct qdisc_root *out, char *err, size_t errlen
 
 	if (rc < 0)
 		return rc;
-	rc = ctx_root(&c, out, NULL);
+	rc = ctx_root(&c, out);
 	qdisc_ctx_close(&c);
 	return rc;
 }
@@ -414,10 +411,10 @@ static void rollback(struct qdisc_ctx *c, uint32_t handle, const struct tc_tree 
 	/* The create's message stays in err; rollback errors go to scratch. */
 	c->err = scratch;
 	c->errlen = sizeof(scratch);
-	if (ctx_root(c, &now, NULL) == 0) {
+	if (ctx_root(c, &now) == 0) {
 		if (now.handle == handle)
 			qdisc_ctx_delete_root(c, handle);
-		if (saved->count && ctx_root(c, &now, NULL) == 0 && now.is_default)
+		if (saved->count && ctx_root(c, &now) == 0 && now.is_default)
 			tc_tree_replay_ctx(c, saved->buf, saved->len);
 	}
 	c->err = keep_err;
@@ -438,7 +435,7 @@ static int ctx_install(struct qdisc_ctx *c, const struct qdisc_spec *spec, bool 
 	rc = band_plan(s.backend, s.nbands, s.default_band, s.handle, &plan, c->err, c->errlen);
 	if (rc < 0)
 		return rc;
-	rc = ctx_root(c, &root, NULL);
+	rc = ctx_root(c, &root);
 	if (rc < 0)
 		return rc;
 	if (root.handle == s.handle && !root.is_default)
@@ -488,7 +485,7 @@ int qdisc_remove(int ifindex, uint32_t handle, char *err, size_t errlen)
 		return rc;
 	if (!handle)
 		handle = MERCURY_QDISC_HANDLE;
-	rc = ctx_root(&c, &root, NULL);
+	rc = ctx_root(&c, &root);
 	if (rc == 0 && root.handle != handle) {
 		snprintf(err, errlen, "root qdisc of %s is '%s' %x:, not Mercury's %x:; left alone",
 			 c.ifname, root.kind, root.handle >> 16, handle >> 16);
@@ -558,7 +555,7 @@ int qdisc_pick_auto(int ifindex, uint64_t rate_bps, enum mercury_backend *out, c
 	rc = qdisc_ctx_open(&c, ifindex, why, whylen);
 	if (rc < 0)
 		return rc;
-	rc = ctx_root(&c, &root, NULL);
+	rc = ctx_root(&c, &root);
 	if (rc == 0 && root.handle == MERCURY_QDISC_HANDLE) {
 		/* A leftover of Mercury's (the caller checked its attach record): drop it. */
 		rc = qdisc_ctx_delete_root(&c, MERCURY_QDISC_HANDLE);

@@ -52,7 +52,6 @@ struct service {
 	struct timespec bands_checked;
 	struct pinned_map tags_map, stats_map;
 	char maps_note[256]; /* last problem logged, to log each once */
-	bool maps_error_seen;
 	struct service_metrics metrics;
 	const char *metrics_dir; /* --metrics-textfile */
 	int metrics_fd;		 /* timerfd of the periodic write; -1 without */
@@ -110,7 +109,7 @@ static void sync_maps(struct service *s)
 	int r = 0;
 
 	for (size_t i = 0; i < 2 && r == 0; i++) {
-		if (i == 1 && !s->maps_error_seen && s->tags_map.ino == tags_ino)
+		if (i == 1 && !s->ev.maps_error && s->tags_map.ino == tags_ino)
 			break;
 		r = pinned_map_sync(s->ctx->pin_root, maps[i], note, sizeof(note));
 		if (note[0] && strcmp(note, s->maps_note))
@@ -121,7 +120,6 @@ static void sync_maps(struct service *s)
 	s->ev.tags_fd = s->tags_map.fd;
 	s->ev.stats_fd = s->stats_map.fd;
 	s->ev.maps_error = r ? -ESTALE : 0;
-	s->maps_error_seen = r != 0;
 }
 
 /* Root, or the group among the peer's groups as they were at connect() (SO_PEERGROUPS: the

@@ -660,23 +660,30 @@ void tc_tree_free(struct tc_tree *t)
 
 /* ---- walking the saved form ---- */
 
+/* The message at *off (then advanced past it), or NULL at the end or where the buffer does
+ * not hold a whole qdisc, class or filter message. */
+static const struct nlmsghdr *msg_next(const uint8_t *buf, size_t len, size_t *off)
+{
+	const struct nlmsghdr *h = (const struct nlmsghdr *)(buf + *off);
+
+	if (*off >= len || len - *off < NLMSG_LENGTH(sizeof(struct tcmsg)) ||
+	    h->nlmsg_len > len - *off || h->nlmsg_len < NLMSG_LENGTH(sizeof(struct tcmsg)) ||
+	    (h->nlmsg_type != RTM_NEWQDISC && h->nlmsg_type != RTM_NEWTCLASS &&
+	     h->nlmsg_type != RTM_NEWTFILTER))
+		return NULL;
+	*off += NLMSG_ALIGN(h->nlmsg_len);
+	return h;
+}
+
 /* The i-th message, or NULL past the end or on a malformed buffer. */
 static const struct nlmsghdr *msg_at(const uint8_t *buf, size_t len, unsigned i)
 {
+	const struct nlmsghdr *h;
 	size_t off = 0;
 
-	for (unsigned k = 0;; k++) {
-		const struct nlmsghdr *h = (const struct nlmsghdr *)(buf + off);
-
-		if (len - off < NLMSG_LENGTH(sizeof(struct tcmsg)) || h->nlmsg_len > len - off ||
-		    h->nlmsg_len < NLMSG_LENGTH(sizeof(struct tcmsg)))
-			return NULL;
-		if (k == i)
-			return h;
-		off += NLMSG_ALIGN(h->nlmsg_len);
-		if (off >= len)
-			return NULL;
-	}
+	while ((h = msg_next(buf, len, &off)) && i--)
+		;
+	return h;
 }
 
 int tc_tree_count(const uint8_t *buf, size_t len)
@@ -684,18 +691,9 @@ int tc_tree_count(const uint8_t *buf, size_t len)
 	size_t off = 0;
 	int n = 0;
 
-	while (off < len) {
-		const struct nlmsghdr *h = (const struct nlmsghdr *)(buf + off);
-
-		if (len - off < NLMSG_LENGTH(sizeof(struct tcmsg)) || h->nlmsg_len > len - off ||
-		    h->nlmsg_len < NLMSG_LENGTH(sizeof(struct tcmsg)) ||
-		    (h->nlmsg_type != RTM_NEWQDISC && h->nlmsg_type != RTM_NEWTCLASS &&
-		     h->nlmsg_type != RTM_NEWTFILTER))
-			return -EINVAL;
-		off += NLMSG_ALIGN(h->nlmsg_len);
+	while (msg_next(buf, len, &off))
 		n++;
-	}
-	return n;
+	return off == len ? n : -EINVAL;
 }
 
 uint32_t tc_tree_root_handle(const uint8_t *buf, size_t len)
