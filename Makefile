@@ -39,7 +39,7 @@ override CFLAGS += -MMD -MP
 # arrive during the run. An unset pkg-config answer is an error, not a link failure later.
 LDLIBS    = $(eval LDLIBS := $(call pkg_libs))$(LDLIBS)
 pkg_libs  = $(or $(shell pkg-config --libs $(PKGS) 2>/dev/null),$(error pkg-config knows none of $(PKGS): run `make deps`)) -lelf -lz
-BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) $(WARN) -Ivmlinux/$(ARCH) -Iinclude -Ibpf
+BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) $(WARN) -Ivmlinux/$(ARCH) -Iinclude -Icommon -Ibpf
 
 BPF_SRCS   := $(wildcard bpf/*.bpf.c)
 BPF_OBJS   := $(BPF_SRCS:bpf/%.bpf.c=$(BUILD)/%.bpf.o)
@@ -75,7 +75,7 @@ deps:
 vmlinux:
 	scripts/gen-vmlinux.sh $(ARCH)
 
-$(BUILD)/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) include/mercury_abi.h | $(BUILD)
+$(BUILD)/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h common/*.h) include/mercury_abi.h include/mercury_groups.h | $(BUILD)
 	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 
 $(BUILD)/%.skel.h: $(BUILD)/%.bpf.o

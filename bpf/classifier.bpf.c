@@ -8,6 +8,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
 #include "mercury_abi.h"
+#include "job_level.h"
 #include "classify.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

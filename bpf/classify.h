@@ -2,8 +2,8 @@
 /*
  * The classifier's logic, shared by the production program (classifier.bpf.c) and its
  * test variant (classifier_test.bpf.c) so that both run exactly the same code: the maps,
- * header parsing, the range search, the level -> band mapping and the counters. A program
- * differs only in where its socket view (struct mercury_sock_view) comes from.
+ * header parsing, the range search, the job state -> level -> band mapping and the counters. A
+ *program differs only in where its socket view (struct mercury_sock_view) comes from.
  *
  * A program is:
  *	if (!mercury_begin(skb, &c)) return TC_ACT_UNSPEC;   (cfg + headers)
@@ -48,21 +48,9 @@ struct mercury_test_view {
 /* Parse result meaning "TCP with payload: the socket view decides". */
 #define MERCURY_NEEDS_SOCK MERCURY_OUT_MAX
 
-/* Maps every classifier object carries; names and layouts are what mercuryd expects. */
-struct {
-	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, struct mercury_sock_tags);
-} sock_tags SEC(".maps");
+#include "shared_maps.h"
 
-struct {
-	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, struct mercury_sock_stats);
-} sock_stats SEC(".maps");
-
+/* The per-interface maps; names and layouts are what mercuryd expects. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
@@ -226,8 +214,8 @@ static __always_inline __u32 mercury_parse(struct __sk_buff *skb, __u32 *seq)
 _Static_assert(1 << (MERCURY_RANGE_SEARCH_STEPS - 1) == MERCURY_RANGES_PER_SOCK,
 	       "the search's steps must cover the whole range table");
 
-static __always_inline int mercury_find_level(const struct mercury_sock_tags *tags, __u64 off,
-					      __u32 *level)
+static __always_inline const struct mercury_range *
+mercury_find_range(const struct mercury_sock_tags *tags, __u64 off)
 {
 	const struct mercury_range *r = tags->ranges;
 	__u64 n = tags->count, i = 0;
@@ -242,29 +230,42 @@ static __always_inline int mercury_find_level(const struct mercury_sock_tags *ta
 		}
 	}
 	if (!n || off < r->start || off >= r->end)
-		return 0;
-	*level = r->level;
-	return 1;
+		return NULL;
+	return r;
 }
 
 /*
  * Outcome for a TCP segment with payload, given its socket view; for TAGGED, *band gets the
- * level's band (clamped by the caller, like every band).
+ * level's band (clamped by the caller, like every band). A job tag's level comes from the
+ * job's state now; a tag whose job slot is free or holds another job is JOB_GONE and keeps
+ * the default band: demoted, never dropped.
  */
 static __always_inline __u32 mercury_decide(const struct mercury_classify_ctx *c,
 					    const struct mercury_sock_view *v, __u64 *band)
 {
+	const struct mercury_range *r;
 	__u32 level;
 
 	if (!v->has_sock)
 		return MERCURY_OUT_NO_OFFSET;
 	if (!v->tags)
 		return MERCURY_OUT_UNTAGGED;
-	if (!mercury_find_level(v->tags, mercury_stream_offset(c->seq, v->snd_una, v->bytes_acked),
-				&level))
+	r = mercury_find_range(v->tags, mercury_stream_offset(c->seq, v->snd_una, v->bytes_acked));
+	if (!r)
 		return MERCURY_OUT_TAG_MISS;
+	if (r->job) {
+		__u32 slot = r->job - 1u;
+		const struct mercury_job_state *js = bpf_map_lookup_elem(&jobs, &slot);
+
+		if (!js || !js->active || (__u16)js->gen != r->job_gen)
+			return MERCURY_OUT_JOB_GONE;
+		level = mercury_job_level(js, r->layer, r->iteration, c->cfg->nbands);
+	} else {
+		level = r->level;
+	}
 	if (level >= MERCURY_MAX_LEVELS)
 		level = MERCURY_MAX_LEVELS - 1;
+	barrier_var(level); /* keep the mask: the verifier does not follow the clamp */
 	*band = c->cfg->band_of_level[level & (MERCURY_MAX_LEVELS - 1)];
 	return MERCURY_OUT_TAGGED;
 }

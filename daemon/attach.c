@@ -212,7 +212,7 @@ int do_attach(const struct cli_ctx *ctx, int argc, char **argv)
 	struct tc_hook_result hook = {0};
 	struct tc_tree tree = {0};
 	struct attach_args a;
-	int tags_fd = -1, sstats_fd = -1, lock_fd = -1, ifindex, r, ret = 1;
+	int globals[GM_COUNT] = {-1, -1, -1, -1}, lock_fd = -1, ifindex, r, ret = 1;
 	bool qdisc_done = false, hook_done = false, pinning = false;
 	__u32 key = 0;
 	bool mqprio_hw = false;
@@ -335,13 +335,12 @@ int do_attach(const struct cli_ctx *ctx, int argc, char **argv)
 	if (warn[0])
 		cli_warn(ctx, "%s: %s", a.iface, warn);
 
-	if (pins_global_maps(ctx->pin_root, &tags_fd, &sstats_fd, err, sizeof(err))) {
+	if (pins_global_maps(ctx->pin_root, globals, err, sizeof(err))) {
 		cli_error(ctx, "attach %s: %s", a.iface, err);
 		goto out;
 	}
 	skel = classifier_bpf__open();
-	if (!skel || bpf_map__reuse_fd(skel->maps.sock_tags, tags_fd) ||
-	    bpf_map__reuse_fd(skel->maps.sock_stats, sstats_fd) || classifier_bpf__load(skel)) {
+	if (!skel || pins_reuse_globals(skel->obj, globals) || classifier_bpf__load(skel)) {
 		cli_error(ctx,
 			  "attach %s: cannot load the classifier: %s (run with -v for the "
 			  "verifier log)",
@@ -403,10 +402,7 @@ out:
 	}
 	classifier_bpf__destroy(skel);
 	tc_tree_free(&tree);
-	if (tags_fd >= 0)
-		close(tags_fd);
-	if (sstats_fd >= 0)
-		close(sstats_fd);
+	pins_close_globals(globals);
 	if (lock_fd >= 0)
 		close(lock_fd);
 	return ret;

@@ -30,23 +30,85 @@ static int check_socket(int fd, const struct ucred *cred)
 	return 0;
 }
 
-/* Slot of (uid, job): an existing one, or (create) a free one; -ESRCH / -ENOSPC. */
+/*
+ * Publishes slot i's state where the classifier and the tag fast path read it: the jobs entry
+ * (inactive when the slot is free, so its old tags demote) and the (uid, job) -> slot index.
+ * A failed write is logged; the service keeps serving (tags then resolve to the last state).
+ */
+static void publish(struct event_state *ev, int i)
+{
+	struct mercury_job_key key = {.uid = ev->slots[i].uid, .job = ev->slots[i].job};
+	struct mercury_job_state js;
+	uint32_t slot = (uint32_t)i;
+	bool active = ev->slots[i].refs || ev->slots[i].orphan;
+
+	if (ev->jobs_fd < 0)
+		return;
+	policy_job_state(&ev->policy, slot, &js);
+	js.gen = ev->slots[i].gen;
+	js.uid = key.uid;
+	js.job = key.job;
+	js.active = active;
+	if (bpf_map_update_elem(ev->jobs_fd, &slot, &js, BPF_ANY) ||
+	    (active && bpf_map_update_elem(ev->job_ids_fd, &key, &slot, BPF_ANY)) ||
+	    (!active && bpf_map_delete_elem(ev->job_ids_fd, &key) && errno != ENOENT))
+		fprintf(stderr, "mercuryd: cannot publish job %u of uid %u: %s\n", key.job, key.uid,
+			strerror(errno));
+}
+
+void event_publish_all(struct event_state *ev)
+{
+	for (int i = 0; i < POLICY_MAX_JOBS; i++)
+		if (ev->slots[i].gen)
+			publish(ev, i);
+}
+
+/* A job came or went or changed weight: every job's shift may have changed. */
+static void publish_weights(struct event_state *ev)
+{
+	for (int i = 0; i < POLICY_MAX_JOBS; i++)
+		if (ev->slots[i].refs || ev->slots[i].orphan)
+			publish(ev, i);
+}
+
+static void forget(struct event_state *ev, int i)
+{
+	ev->slots[i].refs = 0;
+	ev->slots[i].orphan = false;
+	policy_remove(&ev->policy, (uint32_t)i);
+	publish(ev, i); /* inactive: its tags go to the default band */
+	publish_weights(ev);
+}
+
+/*
+ * Slot of (uid, job): an existing one (an orphan is adopted), or (create) a free one, or
+ * the slot of an orphan nobody claimed; -ESRCH / -ENOSPC. A new job gets a new generation.
+ */
 static int slot_of(struct event_state *ev, uint32_t uid, uint32_t job, bool create)
 {
-	int free_slot = -1;
+	int free_slot = -1, orphan = -1;
 
 	for (int i = 0; i < POLICY_MAX_JOBS; i++) {
-		if (ev->slots[i].refs && ev->slots[i].job == job && ev->slots[i].uid == uid)
+		bool used = ev->slots[i].refs || ev->slots[i].orphan;
+
+		if (used && ev->slots[i].job == job && ev->slots[i].uid == uid)
 			return i;
-		if (!ev->slots[i].refs && free_slot < 0)
+		if (!used && free_slot < 0)
 			free_slot = i;
+		if (ev->slots[i].orphan && !ev->slots[i].refs && orphan < 0)
+			orphan = i;
 	}
 	if (!create)
 		return -ESRCH;
+	if (free_slot < 0 && orphan >= 0) {
+		forget(ev, orphan);
+		free_slot = orphan;
+	}
 	if (free_slot < 0)
 		return -ENOSPC;
 	ev->slots[free_slot].job = job;
 	ev->slots[free_slot].uid = uid;
+	ev->slots[free_slot].gen = (uint16_t)(ev->slots[free_slot].gen + 1) ?: 1;
 	return free_slot;
 }
 
@@ -64,18 +126,24 @@ static int do_declare(struct event_state *ev, uint32_t uid, uint64_t *mask, cons
 		*mask |= 1ull << slot;
 		ev->slots[slot].refs++;
 	}
+	ev->slots[slot].orphan = false;
+	publish_weights(ev);
 	return 0;
 }
 
 static int do_iteration(struct event_state *ev, uint32_t uid, const struct mw_msg *m)
 {
-	int slot = slot_of(ev, uid, m->iter.job, false);
+	int slot = slot_of(ev, uid, m->iter.job, false), r;
 
 	if (slot < 0)
 		return slot;
 	if (m->type == MW_ITER_BEGIN)
-		return policy_iteration_begin(&ev->policy, (uint32_t)slot, m->iter.iteration);
-	return policy_iteration_end(&ev->policy, (uint32_t)slot, m->iter.iteration);
+		r = policy_iteration_begin(&ev->policy, (uint32_t)slot, m->iter.iteration);
+	else
+		r = policy_iteration_end(&ev->policy, (uint32_t)slot, m->iter.iteration);
+	if (r == 0)
+		publish(ev, slot); /* queued bytes of the job follow at once */
+	return r;
 }
 
 _Static_assert(MW_OFFSET_NEXT == TAG_AT_NEXT, "the wire's 'next' offset is the store's");
@@ -90,11 +158,19 @@ static int do_tag(struct event_state *ev, uint64_t client_id, uint32_t uid, int 
 	if (slot < 0)
 		return slot;
 	for (uint32_t i = 0; i < m->tag.count; i++) {
-		pieces[i].len = m->tag.t[i].len;
+		uint32_t level;
+
+		/* The level is decided per packet; this checks the job and the layer. */
 		r = policy_level(&ev->policy, (uint32_t)slot, m->tag.t[i].layer, m->tag.t[i].dir,
-				 m->tag.t[i].iteration, &pieces[i].level);
+				 m->tag.t[i].iteration, &level);
 		if (r)
 			return r;
+		pieces[i] = (struct tag_piece){.len = m->tag.t[i].len,
+					       .id = {.iteration = m->tag.t[i].iteration,
+						      .job = (uint16_t)(slot + 1),
+						      .job_gen = (uint16_t)ev->slots[slot].gen,
+						      .layer = (uint16_t)m->tag.t[i].layer,
+						      .dir = (uint8_t)m->tag.t[i].dir}};
 	}
 	r = tag_store_write(ev->tags_fd, fd, m->tag.offset, pieces, m->tag.count, client_id, &first,
 			    &end);
@@ -173,6 +249,36 @@ void event_client_gone(struct event_state *ev, uint64_t jobs_mask)
 		if (!(jobs_mask & (1ull << i)) || !ev->slots[i].refs)
 			continue;
 		if (--ev->slots[i].refs == 0)
-			policy_remove(&ev->policy, (uint32_t)i);
+			forget(ev, i);
 	}
+}
+
+int event_adopt_jobs(struct event_state *ev)
+{
+	int n = 0;
+
+	if (ev->jobs_fd < 0)
+		return 0;
+	for (uint32_t i = 0; i < POLICY_MAX_JOBS; i++) {
+		struct mercury_job_state js;
+		struct policy_job *j;
+
+		if (bpf_map_lookup_elem(ev->jobs_fd, &i, &js))
+			continue;
+		ev->slots[i].gen = js.gen; /* a free slot's next job still gets a new one */
+		if (!js.active || policy_declare(&ev->policy, i, js.n_layers, js.weight))
+			continue;
+		ev->slots[i].job = js.job;
+		ev->slots[i].uid = js.uid;
+		ev->slots[i].orphan = true;
+		for (unsigned k = 0; k < ev->policy.njobs; k++) {
+			j = &ev->policy.jobs[k];
+			if (j->job == i)
+				j->win = (struct iter_window){.oldest_open = js.oldest_open,
+							      .ended_mask = js.ended_mask,
+							      .has_open = js.has_open};
+		}
+		n++;
+	}
+	return n;
 }

@@ -53,7 +53,7 @@ const char *iface_outcome_name(int outcome)
 	    [MERCURY_OUT_TAGGED] = "tagged",	   [MERCURY_OUT_TAG_MISS] = "tag_miss",
 	    [MERCURY_OUT_UNTAGGED] = "untagged",   [MERCURY_OUT_NO_PAYLOAD] = "no_payload",
 	    [MERCURY_OUT_NO_OFFSET] = "no_offset", [MERCURY_OUT_NOT_TCP] = "not_tcp",
-	    [MERCURY_OUT_MALFORMED] = "malformed",
+	    [MERCURY_OUT_MALFORMED] = "malformed", [MERCURY_OUT_JOB_GONE] = "job_gone",
 	};
 
 	return outcome >= 0 && outcome < MERCURY_OUT_MAX ? names[outcome] : "?";
@@ -169,10 +169,10 @@ void pins_remove_unused_globals(const char *root)
 
 	if (iface_for_each(root, count_one, &n) || n > 0)
 		return;
-	pins_path(path, sizeof(path), root, NULL, "sock_tags");
-	unlink(path);
-	pins_path(path, sizeof(path), root, NULL, "sock_stats");
-	unlink(path);
+	for (int i = 0; i < GM_COUNT; i++) {
+		pins_path(path, sizeof(path), root, NULL, global_maps[i].name);
+		unlink(path);
+	}
 	rmdir(root); /* fails harmlessly if something else lives there */
 }
 

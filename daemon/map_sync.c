@@ -9,9 +9,10 @@
 
 #include "map_sync.h"
 #include "pins.h"
+#include "mercury_abi.h"
 
-/* Map id, and the value size with the type folded in (a map of another type never fits). */
-static int map_id(int fd, uint32_t *id, uint32_t *value_size)
+/* Map id, type and value size. */
+static int map_id(int fd, uint32_t *id, uint32_t *type, uint32_t *value_size)
 {
 	struct bpf_map_info info = {};
 	__u32 len = sizeof(info);
@@ -19,16 +20,17 @@ static int map_id(int fd, uint32_t *id, uint32_t *value_size)
 	if (bpf_obj_get_info_by_fd(fd, &info, &len))
 		return -errno;
 	*id = info.id;
-	*value_size = info.type == BPF_MAP_TYPE_SK_STORAGE ? info.value_size : 0;
+	*type = info.type;
+	*value_size = info.value_size;
 	return 0;
 }
 
 int pinned_map_track(const char *root, struct pinned_map *m, int fd)
 {
 	char path[PATH_MAX];
-	uint32_t vs;
+	uint32_t vs, type;
 	struct stat st;
-	int r = map_id(fd, &m->id, &vs);
+	int r = map_id(fd, &m->id, &type, &vs);
 
 	if (r)
 		return r;
@@ -73,7 +75,7 @@ static int repin(const char *root, struct pinned_map *m, const char *path, char 
 int pinned_map_sync(const char *root, struct pinned_map *m, char *note, size_t notelen)
 {
 	char path[PATH_MAX];
-	uint32_t id = 0, vs = 0;
+	uint32_t id = 0, vs = 0, type = 0;
 	struct stat st;
 	int fd, r;
 
@@ -93,13 +95,13 @@ int pinned_map_sync(const char *root, struct pinned_map *m, char *note, size_t n
 		snprintf(note, notelen, "cannot open %s: %s", path, strerror(errno));
 		return -errno;
 	}
-	r = map_id(fd, &id, &vs);
-	if (r == 0 && vs != m->value_size) {
+	r = map_id(fd, &id, &type, &vs);
+	if (r == 0 && (vs != m->value_size || type != m->type)) {
 		snprintf(note, notelen,
-			 "%s is a map of another layout now (%s%u-byte values, this mercuryd "
-			 "writes %u into socket storage): stop whoever pinned it, or run the "
-			 "matching mercuryd",
-			 path, vs ? "" : "not socket storage, ", vs, m->value_size);
+			 "%s is a map of another layout now (type %u, %u-byte values; this "
+			 "mercuryd (layout %d) writes type %u, %u bytes): stop whoever pinned it, "
+			 "or run the matching mercuryd",
+			 path, type, vs, MERCURY_LAYOUT_VERSION, m->type, m->value_size);
 		r = -EPROTO;
 	}
 	if (r) {

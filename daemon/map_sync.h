@@ -12,8 +12,9 @@
 #include <sys/types.h>
 
 struct pinned_map {
-	const char *name;    /* pin name under the root, e.g. "sock_tags" */
-	uint32_t value_size; /* of the socket-storage map this binary writes */
+	const char *name; /* pin name under the root, e.g. "sock_tags" */
+	uint32_t type;	  /* enum bpf_map_type and value size this binary reads and writes */
+	uint32_t value_size;
 	int fd;
 	uint32_t id; /* kernel map id of fd */
 	ino_t ino;   /* inode of the pin fd was opened from (0: not pinned by us) */

@@ -132,8 +132,15 @@ int pins_lock(const char *root, char *err, size_t errlen)
 	return fd;
 }
 
+const struct global_map_def global_maps[GM_COUNT] = {
+    [GM_SOCK_TAGS] = {"sock_tags", BPF_MAP_TYPE_SK_STORAGE, sizeof(struct mercury_sock_tags)},
+    [GM_SOCK_STATS] = {"sock_stats", BPF_MAP_TYPE_SK_STORAGE, sizeof(struct mercury_sock_stats)},
+    [GM_JOBS] = {"jobs", BPF_MAP_TYPE_ARRAY, sizeof(struct mercury_job_state)},
+    [GM_JOB_IDS] = {"job_ids", BPF_MAP_TYPE_HASH, sizeof(__u32)},
+};
+
 /* A pinned map is only reused if it has the layout this binary was built with. */
-static int open_checked(const char *path, enum bpf_map_type type, __u32 value_size, char *err,
+static int open_checked(const char *path, const struct global_map_def *def, char *err,
 			size_t errlen)
 {
 	struct bpf_map_info info = {};
@@ -142,46 +149,50 @@ static int open_checked(const char *path, enum bpf_map_type type, __u32 value_si
 
 	if (fd < 0)
 		return -errno;
-	if (bpf_obj_get_info_by_fd(fd, &info, &len) || info.type != type ||
-	    info.value_size != value_size) {
+	if (bpf_obj_get_info_by_fd(fd, &info, &len) || info.type != def->type ||
+	    info.value_size != def->value_size) {
 		close(fd);
 		snprintf(err, errlen,
-			 "%s has another layout than this mercuryd (version %d); detach every "
-			 "interface with the old mercuryd, or remove the pin",
-			 path, MERCURY_LAYOUT_VERSION);
+			 "%s has another layout (type %u, %u-byte values) than this mercuryd "
+			 "(layout version %d: type %u, %u bytes); detach every interface with the "
+			 "old mercuryd, or remove the pin",
+			 path, info.type, info.value_size, MERCURY_LAYOUT_VERSION, def->type,
+			 def->value_size);
 		return -EEXIST;
 	}
 	return fd;
 }
 
-int pins_global_maps(const char *root, int *sock_tags_fd, int *sock_stats_fd, char *err,
-		     size_t errlen)
+void pins_close_globals(int fds[GM_COUNT])
 {
-	char tags_path[PATH_MAX], stats_path[PATH_MAX];
-	struct classifier_bpf *skel;
-	int r;
-
-	pins_path(tags_path, sizeof(tags_path), root, NULL, "sock_tags");
-	pins_path(stats_path, sizeof(stats_path), root, NULL, "sock_stats");
-	*sock_tags_fd = open_checked(tags_path, BPF_MAP_TYPE_SK_STORAGE,
-				     sizeof(struct mercury_sock_tags), err, errlen);
-	if (*sock_tags_fd == -EEXIST)
-		return -EEXIST;
-	*sock_stats_fd = open_checked(stats_path, BPF_MAP_TYPE_SK_STORAGE,
-				      sizeof(struct mercury_sock_stats), err, errlen);
-	if (*sock_stats_fd == -EEXIST) {
-		if (*sock_tags_fd >= 0)
-			close(*sock_tags_fd);
-		return -EEXIST;
+	for (int i = 0; i < GM_COUNT; i++) {
+		if (fds[i] >= 0)
+			close(fds[i]);
+		fds[i] = -1;
 	}
-	if (*sock_tags_fd >= 0 && *sock_stats_fd >= 0)
-		return 0;
-	if (*sock_tags_fd >= 0)
-		close(*sock_tags_fd);
-	if (*sock_stats_fd >= 0)
-		close(*sock_stats_fd);
+}
 
-	/* Create both from the classifier object so they carry its BTF. */
+int pins_global_maps(const char *root, int fds[GM_COUNT], char *err, size_t errlen)
+{
+	char path[GM_COUNT][PATH_MAX];
+	struct classifier_bpf *skel;
+	int missing = 0, r;
+
+	for (int i = 0; i < GM_COUNT; i++) {
+		pins_path(path[i], sizeof(path[i]), root, NULL, global_maps[i].name);
+		fds[i] = open_checked(path[i], &global_maps[i], err, errlen);
+		if (fds[i] == -EEXIST) {
+			pins_close_globals(fds);
+			return -EEXIST;
+		}
+		missing += fds[i] < 0;
+	}
+	if (!missing)
+		return 0;
+	pins_close_globals(fds);
+
+	/* Create them all from the classifier object so they carry its BTF (bpftool dumps
+	 * them by field); they are pinned and unpinned together. */
 	skel = classifier_bpf__open_and_load();
 	if (!skel) {
 		r = -errno;
@@ -189,19 +200,32 @@ int pins_global_maps(const char *root, int *sock_tags_fd, int *sock_stats_fd, ch
 			 strerror(-r));
 		return r;
 	}
-	unlink(tags_path);
-	unlink(stats_path);
-	if (bpf_map__pin(skel->maps.sock_tags, tags_path) ||
-	    bpf_map__pin(skel->maps.sock_stats, stats_path)) {
-		r = -errno;
-		snprintf(err, errlen, "cannot pin the socket maps under %s: %s", root,
-			 strerror(-r));
-		unlink(tags_path);
-		classifier_bpf__destroy(skel);
-		return r;
+	for (int i = 0; i < GM_COUNT; i++) {
+		struct bpf_map *m = bpf_object__find_map_by_name(skel->obj, global_maps[i].name);
+
+		unlink(path[i]);
+		if (!m || bpf_map__pin(m, path[i])) {
+			r = m ? -errno : -ENOENT;
+			snprintf(err, errlen, "cannot pin %s: %s", path[i], strerror(-r));
+			for (int k = 0; k < i; k++)
+				unlink(path[k]);
+			pins_close_globals(fds);
+			classifier_bpf__destroy(skel);
+			return r;
+		}
+		fds[i] = dup(bpf_map__fd(m));
 	}
-	*sock_tags_fd = dup(bpf_map__fd(skel->maps.sock_tags));
-	*sock_stats_fd = dup(bpf_map__fd(skel->maps.sock_stats));
 	classifier_bpf__destroy(skel);
+	return 0;
+}
+
+int pins_reuse_globals(struct bpf_object *obj, const int fds[GM_COUNT])
+{
+	for (int i = 0; i < GM_COUNT; i++) {
+		struct bpf_map *m = bpf_object__find_map_by_name(obj, global_maps[i].name);
+
+		if (m && bpf_map__reuse_fd(m, fds[i]))
+			return -errno;
+	}
 	return 0;
 }

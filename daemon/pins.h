@@ -7,7 +7,8 @@
 /*
  * Layout (versioned by MERCURY_LAYOUT_VERSION in the directory name of nothing: the
  * attach_state map records it):
- *   <root>/sock_tags, <root>/sock_stats      shared by all interfaces (socket-local storage)
+ *   <root>/sock_tags, sock_stats, jobs, job_ids   shared by all interfaces and the fast path
+ *   <root>/fastpath/prog, link                  the tag fast path (fastpath.c)
  *   <root>/<iface>/prog, link (TCX only), cfg, stats, attach_state
  */
 
@@ -19,10 +20,26 @@ int pins_prepare(const char *root, char *err, size_t errlen);
  * concurrent mercuryd invocations. */
 int pins_lock(const char *root, char *err, size_t errlen);
 
+/* The maps shared by every interface and the tag fast path (bpf/shared_maps.h). */
+enum global_map { GM_SOCK_TAGS, GM_SOCK_STATS, GM_JOBS, GM_JOB_IDS, GM_COUNT };
+
+struct global_map_def {
+	const char *name; /* pin name under the root, and the map's name in every object */
+	unsigned type;	  /* enum bpf_map_type */
+	unsigned value_size;
+};
+extern const struct global_map_def global_maps[GM_COUNT];
+
 /* fds of the shared maps, created (by loading the classifier object, not attaching it) and
- * pinned if absent. Caller closes them. */
-int pins_global_maps(const char *root, int *sock_tags_fd, int *sock_stats_fd, char *err,
-		     size_t errlen);
+ * pinned if absent; a pinned map of another layout is refused naming both layouts. Caller
+ * closes them. */
+int pins_global_maps(const char *root, int fds[GM_COUNT], char *err, size_t errlen);
+
+struct bpf_object;
+/* Makes obj (opened, not loaded) use the shared maps instead of creating its own; -errno. */
+int pins_reuse_globals(struct bpf_object *obj, const int fds[GM_COUNT]);
+
+void pins_close_globals(int fds[GM_COUNT]);
 
 /* "<root>/<iface>/<name>" into buf. */
 int pins_path(char *buf, size_t len, const char *root, const char *iface, const char *name);

@@ -1,4 +1,5 @@
-/* Mercury's priority policy: (job, layer, direction, iteration) -> priority level. Pure. */
+/* Mercury's priority policy: the job table and (job, layer, direction, iteration) -> level. Pure.
+ */
 #ifndef MERCURY_POLICY_H
 #define MERCURY_POLICY_H
 
@@ -6,8 +7,9 @@
 #include <stdint.h>
 
 #include "iter_window.h"
+#include "mercury_abi.h"
 
-#define POLICY_MAX_JOBS 64
+#define POLICY_MAX_JOBS MERCURY_MAX_JOBS
 
 struct policy_job {
 	uint32_t job, n_layers, weight;
@@ -33,5 +35,11 @@ int policy_iteration_end(struct policy *p, uint32_t job, uint64_t iteration);
  * and pull of a layer are equally urgent (immediate aggregation overlaps them). */
 int policy_level(const struct policy *p, uint32_t job, uint32_t layer, uint32_t dir,
 		 uint64_t iteration, uint32_t *level);
+
+/* Levels the job yields to the heaviest job: floor(log2(w_max / w)). */
+unsigned policy_shift(const struct policy *p, uint32_t job);
+/* The job's state as the classifier reads it (gen, uid and job id left 0); all zero
+ * (inactive) for an unknown job. */
+void policy_job_state(const struct policy *p, uint32_t job, struct mercury_job_state *js);
 
 #endif

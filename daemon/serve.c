@@ -49,9 +49,8 @@ struct service {
 	bool have_group;
 	bool bound; /* the socket file is ours to remove at exit */
 	uint64_t next_id;
-	struct timespec bands_checked;
-	struct pinned_map tags_map, stats_map;
-	char maps_note[256]; /* last problem logged, to log each once */
+	struct pinned_map maps[GM_COUNT]; /* the shared maps, by enum global_map */
+	char maps_note[256];		  /* last problem logged, to log each once */
 	struct service_metrics metrics;
 	const char *metrics_dir; /* --metrics-textfile */
 	int metrics_fd;		 /* timerfd of the periodic write; -1 without */
@@ -71,55 +70,46 @@ static void serve_usage(void)
 	       "  --metrics-interval S      how often (default 15 s)\n");
 }
 
-/* Lowest band count over the attached interfaces: the policy lays levels out for it. */
-static int min_bands_one(const char *iface, void *arg)
-{
-	struct service *s = arg;
-	struct mercury_iface_cfg cfg;
-
-	if (iface_cfg_read(s->ctx->pin_root, iface, &cfg) == 0 && cfg.nbands >= 2 &&
-	    cfg.nbands < s->ev.min_bands_seen)
-		s->ev.min_bands_seen = cfg.nbands;
-	return 0;
-}
-
-static void refresh_bands(struct service *s)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	if (now.tv_sec - s->bands_checked.tv_sec < 1 && s->bands_checked.tv_sec)
-		return;
-	s->bands_checked = now;
-	s->ev.min_bands_seen = MERCURY_MAX_BANDS + 1;
-	iface_for_each(s->ctx->pin_root, min_bands_one, s);
-	policy_set_bands(&s->ev.policy,
-			 s->ev.min_bands_seen > MERCURY_MAX_BANDS ? 8 : s->ev.min_bands_seen);
-}
-
-/* Before each frame with a socket: the maps written are the pinned ones the classifier reads.
- * One stat() when nothing changed: the two shared maps are pinned and unpinned together
- * (pins_global_maps, pins_remove_unused_globals), so the stats map is looked at when the tag
- * map's pin moved or failed. */
+/* Before each frame that touches a map (a socket's tags or stats, a job's state): the maps
+ * written are the pinned ones the classifier reads. One stat() when nothing changed: the
+ * shared maps are pinned and unpinned together (pins_global_maps,
+ * pins_remove_unused_globals), so the others are looked at when the tag map's pin moved or
+ * failed. Maps switched for new ones get the current job state. */
 static void sync_maps(struct service *s)
 {
-	struct pinned_map *maps[] = {&s->tags_map, &s->stats_map};
-	ino_t tags_ino = s->tags_map.ino;
+	uint32_t jobs_id = s->maps[GM_JOBS].id;
+	ino_t tags_ino = s->maps[GM_SOCK_TAGS].ino;
 	char note[256];
 	int r = 0;
 
-	for (size_t i = 0; i < 2 && r == 0; i++) {
-		if (i == 1 && !s->ev.maps_error && s->tags_map.ino == tags_ino)
+	for (int i = 0; i < GM_COUNT && r == 0; i++) {
+		if (i == 1 && !s->ev.maps_error && s->maps[GM_SOCK_TAGS].ino == tags_ino)
 			break;
-		r = pinned_map_sync(s->ctx->pin_root, maps[i], note, sizeof(note));
+		r = pinned_map_sync(s->ctx->pin_root, &s->maps[i], note, sizeof(note));
 		if (note[0] && strcmp(note, s->maps_note))
 			fprintf(stderr, "mercuryd: %s%s\n", note,
-				r ? "; tag and stats requests fail until fixed" : "");
+				r ? "; requests that touch it fail until fixed" : "");
 		snprintf(s->maps_note, sizeof(s->maps_note), "%s", r ? note : "");
 	}
-	s->ev.tags_fd = s->tags_map.fd;
-	s->ev.stats_fd = s->stats_map.fd;
+	s->ev.tags_fd = s->maps[GM_SOCK_TAGS].fd;
+	s->ev.stats_fd = s->maps[GM_SOCK_STATS].fd;
+	s->ev.jobs_fd = s->maps[GM_JOBS].fd;
+	s->ev.job_ids_fd = s->maps[GM_JOB_IDS].fd;
 	s->ev.maps_error = r ? -ESTALE : 0;
+	if (!r && s->maps[GM_JOBS].id != jobs_id)
+		event_publish_all(&s->ev);
+}
+
+/* Job events write the job state, tags and stats a socket's storage; REGISTER reads only
+ * the socket. A frame too short to say is rejected by the decoder without touching a map. */
+static bool frame_touches_maps(const void *frame, size_t n)
+{
+	struct mw_hdr h;
+
+	if (n < sizeof(h))
+		return false;
+	memcpy(&h, frame, sizeof(h));
+	return h.type != MW_REGISTER;
 }
 
 /* Root, or the group among the peer's groups as they were at connect() (SO_PEERGROUPS: the
@@ -223,8 +213,7 @@ static void client_readable(struct service *s, struct client *c)
 	struct timespec t0, t1;
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	refresh_bands(s);
-	if (nfds > 0) /* tags and stats come with a socket; other frames touch no map */
+	if (frame_touches_maps(frame, (size_t)n))
 		sync_maps(s);
 	event_handle(&s->ev, c->id, &c->cred, &c->jobs_mask, frame, (size_t)n,
 		     (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) != 0, fds, nfds, &reply);
@@ -406,24 +395,33 @@ int do_serve(const struct cli_ctx *ctx, int argc, char **argv)
 	s.listen_fd = s.epoll_fd = s.signal_fd = s.metrics_fd = -1;
 	for (int i = 0; i < SERVE_MAX_CLIENTS; i++)
 		s.clients[i].fd = -1;
+	int fds[GM_COUNT];
+
 	if (pins_prepare(ctx->pin_root, err, sizeof(err)) ||
-	    pins_global_maps(ctx->pin_root, &s.ev.tags_fd, &s.ev.stats_fd, err, sizeof(err))) {
+	    pins_global_maps(ctx->pin_root, fds, err, sizeof(err))) {
 		cli_error(ctx, "serve: %s", err);
 		return 1;
 	}
-	s.tags_map = (struct pinned_map){.name = "sock_tags",
-					 .value_size = sizeof(struct mercury_sock_tags)};
-	s.stats_map = (struct pinned_map){.name = "sock_stats",
-					  .value_size = sizeof(struct mercury_sock_stats)};
-	if ((r = pinned_map_track(ctx->pin_root, &s.tags_map, s.ev.tags_fd)) ||
-	    (r = pinned_map_track(ctx->pin_root, &s.stats_map, s.ev.stats_fd))) {
-		cli_error(ctx, "serve: cannot inspect the socket maps: %s", strerror(-r));
-		close(s.ev.tags_fd);
-		close(s.ev.stats_fd);
-		return 1;
+	for (int i = 0; i < GM_COUNT; i++) {
+		s.maps[i] = (struct pinned_map){.name = global_maps[i].name,
+						.type = global_maps[i].type,
+						.value_size = global_maps[i].value_size};
+		if ((r = pinned_map_track(ctx->pin_root, &s.maps[i], fds[i]))) {
+			cli_error(ctx, "serve: cannot inspect the shared maps: %s", strerror(-r));
+			pins_close_globals(fds);
+			return 1;
+		}
 	}
+	s.ev.tags_fd = fds[GM_SOCK_TAGS];
+	s.ev.stats_fd = fds[GM_SOCK_STATS];
+	s.ev.jobs_fd = fds[GM_JOBS];
+	s.ev.job_ids_fd = fds[GM_JOB_IDS];
 	policy_init(&s.ev.policy, 8);
-	refresh_bands(&s);
+	if ((r = event_adopt_jobs(&s.ev)) > 0)
+		fprintf(stderr,
+			"mercuryd: %d job(s) of an earlier daemon kept until their clients "
+			"declare them again\n",
+			r);
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGTERM);
 	sigaddset(&mask, SIGINT);
@@ -471,7 +469,7 @@ out:
 		close(s.signal_fd);
 	if (s.metrics_fd >= 0)
 		close(s.metrics_fd);
-	close(s.tags_map.fd);
-	close(s.stats_map.fd);
+	for (int i = 0; i < GM_COUNT; i++)
+		close(s.maps[i].fd);
 	return ret;
 }

@@ -145,7 +145,8 @@ int do_tag(const struct cli_ctx *ctx, int argc, char **argv)
 		r = tag_store_clear(map_fd, sock);
 	} else if (!a.show) {
 		uint64_t start = a.have_next ? TAG_AT_NEXT : a.offset, first, end;
-		struct tag_piece piece = {.len = a.have_next ? a.next : a.len, .level = a.level};
+		struct tag_piece piece = {.len = a.have_next ? a.next : a.len,
+					  .id = {.level = (uint8_t)a.level}};
 		uint64_t len = piece.len;
 
 		r = tag_store_write(map_fd, sock, start, &piece, 1, 0, &first, &end);

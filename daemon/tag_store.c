@@ -9,42 +9,50 @@
 #include <bpf/bpf.h>
 
 #include "tag_store.h"
+#include "tag_table.h"
 
 /* tcpi_state values (include/net/tcp_states.h); linux/tcp.h does not export them. */
 enum { TCPI_ESTABLISHED = 1, TCPI_CLOSE_WAIT = 8 };
 
+int tags_apply(struct mercury_sock_tags *tags, uint64_t start, const struct tag_piece *pieces,
+	       unsigned n, uint64_t acked)
+{
+	struct mercury_range r[MERCURY_RANGES_PER_SOCK + 1];
+	uint32_t new_ranges = 0;
+	int err;
+
+	if (n == 0 || n > MERCURY_RANGES_PER_SOCK + 1)
+		return n ? -ENOSPC : -EINVAL;
+	for (unsigned i = 0; i < n; i++) {
+		r[i] = pieces[i].id;
+		r[i].start = start;
+		r[i].end = start + pieces[i].len;
+		if (pieces[i].len == 0 || r[i].end < start ||
+		    (!r[i].job && r[i].level >= MERCURY_MAX_LEVELS))
+			return -EINVAL;
+		if (i == 0 || !tag_range_same(&r[i - 1], &r[i]))
+			new_ranges++;
+		start = r[i].end;
+	}
+	if (tags->count > MERCURY_RANGES_PER_SOCK)
+		return -EINVAL;
+	tag_table_drop_acked(tags, acked);
+	if ((err = tag_table_check(tags, &r[0], new_ranges)))
+		return err;
+	for (unsigned i = 0; i < n; i++)
+		tag_table_append(tags, &r[i]);
+	tags->generation++;
+	return 0;
+}
+
 int tags_insert(struct mercury_sock_tags *tags, uint64_t start, uint64_t len, uint32_t level,
 		uint64_t acked)
 {
-	struct mercury_range *last;
-	uint32_t drop = 0;
+	struct tag_piece piece = {.len = len, .id = {.level = (uint8_t)level}};
 
-	if (len == 0 || start + len < start || level >= MERCURY_MAX_LEVELS)
+	if (level >= MERCURY_MAX_LEVELS)
 		return -EINVAL;
-	if (tags->count > MERCURY_RANGES_PER_SOCK)
-		return -EINVAL;
-	/* Ranges the peer has acknowledged in full can no longer match a packet. */
-	while (drop < tags->count && tags->ranges[drop].end <= acked)
-		drop++;
-	if (drop) {
-		memmove(tags->ranges, tags->ranges + drop,
-			(tags->count - drop) * sizeof(tags->ranges[0]));
-		tags->count -= drop;
-		memset(tags->ranges + tags->count, 0, drop * sizeof(tags->ranges[0]));
-	}
-	last = tags->count ? &tags->ranges[tags->count - 1] : NULL;
-	if (last && start < last->end)
-		return -EEXIST; /* overlaps or precedes what is tagged: out of order */
-	if (last && last->end == start && last->level == level) {
-		last->end = start + len;
-	} else {
-		if (tags->count == MERCURY_RANGES_PER_SOCK)
-			return -ENOSPC;
-		tags->ranges[tags->count++] =
-		    (struct mercury_range){.start = start, .end = start + len, .level = level};
-	}
-	tags->generation++;
-	return 0;
+	return tags_apply(tags, start, &piece, 1, acked);
 }
 
 static int bytes_acked(int fd, uint64_t *acked)
@@ -114,12 +122,10 @@ int tag_store_write(int map_fd, int sock_fd, uint64_t start, const struct tag_pi
 			start = tags.ranges[tags.count - 1].end;
 	}
 	*first = start;
-	for (unsigned i = 0; i < n; i++) {
-		r = tags_insert(&tags, start, pieces[i].len, pieces[i].level, acked);
-		if (r)
-			return r; /* nothing written: all pieces or none */
+	if ((r = tags_apply(&tags, start, pieces, n, acked)))
+		return r; /* nothing written: all pieces or none */
+	for (unsigned i = 0; i < n; i++)
 		start += pieces[i].len;
-	}
 	tags.owner = owner;
 	if (bpf_map_update_elem(map_fd, &sock_fd, &tags, BPF_ANY))
 		return -errno;

@@ -11,7 +11,7 @@
 #include <linux/types.h>
 #endif
 
-#define MERCURY_LAYOUT_VERSION 3
+#define MERCURY_LAYOUT_VERSION 4
 
 /* Priority levels carried by tags: 0 is the most urgent. */
 #define MERCURY_MAX_LEVELS 16
@@ -34,25 +34,37 @@ static inline __u64 mercury_stream_offset(__u32 seq, __u32 snd_una, __u64 bytes_
 	return bytes_acked + (__u64)(__s64)(__s32)(seq - snd_una);
 }
 
-/* [start, end) of a socket's send stream, tagged with a priority level. */
+/*
+ * [start, end) of a socket's send stream and what it carries. A job tag names (job slot,
+ * layer, iteration): its level is decided per packet from the job's state in "jobs", so bytes
+ * already queued move up the moment an older iteration ends. A fixed tag (job 0, the admin
+ * tool's) carries its level.
+ */
 struct mercury_range {
 	__u64 start;
 	__u64 end;
-	__u32 level;
-	__u32 pad;
+	__u64 iteration; /* job tags: the training step the bytes belong to */
+	__u16 job;	 /* 0: fixed level; else 1 + the job's slot in "jobs" */
+	__u16 job_gen;	 /* low bits of the slot's generation when tagged */
+	__u16 layer;	 /* job tags: 1 .. n_layers */
+	__u8 level;	 /* fixed tags: the level */
+	__u8 dir;	 /* job tags: 0 push, 1 pull (informational) */
 };
 
 /*
  * Value of the socket-local storage map "sock_tags": ranges sorted by start, disjoint,
- * ranges[0..count) valid. User space rewrites the whole value; the classifier only reads.
+ * ranges[0..count) valid. mercuryd rewrites the whole value, the tag fast path (a cgroup
+ * setsockopt program, run under the socket lock) edits it in place; the classifier only reads.
  * Socket-local storage is freed by the kernel with the socket, so no entry outlives it.
  */
 struct mercury_sock_tags {
 	__u32 count;
 	__u32 generation; /* bumped by every user-space rewrite */
-	__u64 owner;	  /* client id of whoever tagged it (0: admin tool) */
+	__u64 owner; /* client id of whoever tagged it (0: admin tool; MERCURY_OWNER_FAST | tgid) */
 	struct mercury_range ranges[MERCURY_RANGES_PER_SOCK];
 };
+
+#define MERCURY_OWNER_FAST (1ull << 63) /* tagged through the fast path by process tgid */
 
 /* Per-socket byte counters by band, kept by the classifier in "sock_stats". */
 struct mercury_sock_stats {
@@ -69,6 +81,7 @@ enum mercury_outcome {
 	MERCURY_OUT_NO_OFFSET,	/* no full TCP socket to take the offset base from */
 	MERCURY_OUT_NOT_TCP,	/* other L4, non-first fragment, non-IP */
 	MERCURY_OUT_MALFORMED,	/* truncated or inconsistent headers */
+	MERCURY_OUT_JOB_GONE,	/* tagged by a job no longer declared: default band */
 	MERCURY_OUT_MAX,
 };
 
@@ -90,6 +103,57 @@ struct mercury_iface_cfg {
 	__u32 band_of_level[MERCURY_MAX_LEVELS]; /* level -> band, each < nbands */
 	__u32 skb_priority[MERCURY_MAX_BANDS];	 /* band -> skb->priority for the backend */
 };
+
+/*
+ * Job state, written by mercuryd on job declare, iteration begin/end and job removal; read by
+ * the classifier for every tagged packet and by the tag fast path. Array "jobs", one entry a
+ * slot; hash "job_ids" finds a user's job: (uid, job) -> slot.
+ */
+#define MERCURY_MAX_JOBS 64
+struct mercury_job_state {
+	__u32 gen;	/* bumped when the slot gets a new job: its tags do not carry over */
+	__u32 active;	/* 0: slot free, tags naming it go to the default band */
+	__u32 uid;	/* owner: job ids are per user */
+	__u32 job;	/* id in the owner's namespace */
+	__u32 n_layers; /* layers 1 .. n_layers, 1 = input side */
+	__u32 weight;
+	__u32 shift;	/* levels the job yields to heavier jobs: log2(max weight / weight) */
+	__u32 has_open; /* an iteration is open: oldest_open is valid */
+	__u64 oldest_open;
+	__u64 ended_mask; /* bit i: iteration oldest_open + i has ended (kept for a restart) */
+};
+
+struct mercury_job_key {
+	__u32 uid;
+	__u32 job;
+};
+
+/*
+ * The tag fast path: setsockopt(fd, MERCURY_SOL, MERCURY_SO_TAG, &tag, size) on a TCP socket
+ * of a process in the cgroup mercuryd attached it to. A private option level: the kernel's
+ * own setsockopt never sees it; without the program the call fails with ENOPROTOOPT (the
+ * caller then uses the service). Errors are the service's (include/mercury.h).
+ */
+#define MERCURY_SOL	    0x4d455243 /* "MERC" */
+#define MERCURY_SO_TAG	    1
+#define MERCURY_FAST_BATCH  8
+#define MERCURY_OFFSET_NEXT (~0ull) /* from the socket's next write (or its last tag's end) */
+
+struct mercury_fast_tensor {
+	__u64 len;
+	__u32 layer;
+	__u32 dir;
+	__u64 iteration;
+};
+
+struct mercury_fast_tag {
+	__u32 job;
+	__u32 count; /* 1 .. MERCURY_FAST_BATCH tensors follow, written back to back */
+	__u64 offset;
+	struct mercury_fast_tensor t[MERCURY_FAST_BATCH];
+};
+/* The option's size for n tensors. */
+#define MERCURY_FAST_TAG_SIZE(n) (16 + 24 * (n))
 
 /* Qdisc backends; the order is the CLI's. */
 enum mercury_backend {

@@ -12,7 +12,9 @@
 #ifndef MERCURY_GROUPS_H
 #define MERCURY_GROUPS_H
 
+#ifndef __VMLINUX_H__ /* the BPF side (vmlinux.h) has the fixed-width types */
 #include <stdint.h>
+#endif
 
 static inline unsigned mercury_layer_group(uint32_t layer0, uint32_t n_layers, unsigned groups)
 {

@@ -284,27 +284,53 @@ static struct mercury_iface_cfg cfg16(void)
 /* [1,1000) L0, [1000,2000) L2, gap, [3000,4000) L5, [4000,5000) L20 (not a valid level). */
 static const struct mercury_sock_tags tags_basic = {
     .count = 4,
-    .ranges = {{1, 1000, 0, 0}, {1000, 2000, 2, 0}, {3000, 4000, 5, 0}, {4000, 5000, 20, 0}},
+    .ranges = {{1, 1000, .level = 0},
+	       {1000, 2000, .level = 2},
+	       {3000, 4000, .level = 5},
+	       {4000, 5000, .level = 20}},
 };
 
 /* Beyond 4 GiB: [5G, 5G+4096) L0, [5G+4096, 5G+1M) L2. */
 static const struct mercury_sock_tags tags_wrap = {
     .count = 2,
-    .ranges = {{5 * GiB, 5 * GiB + 4096, 0, 0}, {5 * GiB + 4096, 5 * GiB + (1 << 20), 2, 0}},
+    .ranges = {{5 * GiB, 5 * GiB + 4096, .level = 0},
+	       {5 * GiB + 4096, 5 * GiB + (1 << 20), .level = 2}},
 };
 
 /* count 1: the entry after it must not be searched. */
 static const struct mercury_sock_tags tags_stale = {
     .count = 1,
-    .ranges = {{1, 1000, 0, 0}, {1000, 2000, 2, 0}},
+    .ranges = {{1, 1000, .level = 0}, {1000, 2000, .level = 2}},
 };
 
-static const struct mercury_sock_tags tags_empty = {.count = 0, .ranges = {{1, 1000, 0, 0}}};
+static const struct mercury_sock_tags tags_empty = {.count = 0, .ranges = {{1, 1000, .level = 0}}};
 
 /* A corrupt count must not make the search read beyond the table. */
 static const struct mercury_sock_tags tags_bad_count = {
     .count = 0xffffffffu,
-    .ranges = {{1, 1000, 0, 0}},
+    .ranges = {{1, 1000, .level = 0}},
+};
+
+/*
+ * Job tags, resolved per packet from the "jobs" map (job_states below, written at setup):
+ * job 1 (slot 0, 8 layers, iteration 5 open), job 2 (slot 1, gone), job 3 (slot 2, reused:
+ * the tag's generation is the old job's).
+ */
+#define JOB_TAG(s, e, slot_, gen_, layer_, it_)                                                    \
+	{                                                                                          \
+		.start = (s), .end = (e), .iteration = (it_), .job = (slot_) + 1,                  \
+		.job_gen = (gen_), .layer = (layer_)                                               \
+	}
+static const struct mercury_sock_tags tags_jobs = {
+    .count = 6,
+    .ranges = {JOB_TAG(1, 1000, 0, 1, 1, 5), JOB_TAG(1000, 2000, 0, 1, 8, 5),
+	       JOB_TAG(2000, 3000, 0, 1, 1, 6), JOB_TAG(3000, 4000, 0, 1, 1, 7),
+	       JOB_TAG(4000, 5000, 1, 1, 1, 5), JOB_TAG(5000, 6000, 2, 2, 1, 5)},
+};
+static const struct mercury_job_state job_states[3] = {
+    {.gen = 1, .active = 1, .n_layers = 8, .weight = 1, .has_open = 1, .oldest_open = 5},
+    {.gen = 1, .active = 0, .n_layers = 8, .weight = 1},
+    {.gen = 3, .active = 1, .n_layers = 8, .weight = 1},
 };
 
 /* ---- the table ------------------------------------------------------------------------- */
@@ -337,6 +363,50 @@ struct row {
 static const struct row rows[] = {
     /* tagged hits */
     {"ipv4 tagged hit", {TCP4(500)}, SOCK_BASIC(&tags_basic), cfg3, MERCURY_OUT_TAGGED, 0},
+    /* job tags: 16 bands = 14 layer groups + next iteration + further ahead */
+    {"job tag, open iteration, layer 1",
+     {TCP4(500)},
+     SOCK_BASIC(&tags_jobs),
+     cfg16,
+     MERCURY_OUT_TAGGED,
+     0},
+    {"job tag, open iteration, layer 8 of 8",
+     {TCP4(1500)},
+     SOCK_BASIC(&tags_jobs),
+     cfg16,
+     MERCURY_OUT_TAGGED,
+     12},
+    {"job tag, next iteration",
+     {TCP4(2500)},
+     SOCK_BASIC(&tags_jobs),
+     cfg16,
+     MERCURY_OUT_TAGGED,
+     14},
+    {"job tag, two iterations ahead",
+     {TCP6(3500)},
+     SOCK_BASIC(&tags_jobs),
+     cfg16,
+     MERCURY_OUT_TAGGED,
+     15},
+    {"job tag, 3 bands: layer 8 in the back half",
+     {TCP4(1500)},
+     SOCK_BASIC(&tags_jobs),
+     cfg3,
+     MERCURY_OUT_TAGGED,
+     1},
+    {"job tag, 3 bands: next iteration last",
+     {TCP4(2500)},
+     SOCK_BASIC(&tags_jobs),
+     cfg3,
+     MERCURY_OUT_TAGGED,
+     2},
+    {"job gone: default band", {TCP4(4500)}, SOCK_BASIC(&tags_jobs), cfg3, MERCURY_OUT_JOB_GONE, 1},
+    {"slot reused by another job: default band",
+     {TCP4(5500)},
+     SOCK_BASIC(&tags_jobs),
+     cfg3,
+     MERCURY_OUT_JOB_GONE,
+     1},
     {"ipv6 tagged hit", {TCP6(1500)}, SOCK_BASIC(&tags_basic), cfg3, MERCURY_OUT_TAGGED, 2},
     {"ipv4 vlan tagged hit",
      {TCP4(500), .vlan = true},
@@ -713,7 +783,9 @@ static void run_row(const struct row *row)
 	struct mercury_stats before, after;
 	uint8_t frame[FRAME_MAX];
 	size_t len = build_frame(&row->pkt, frame);
-	bool per_sock = row->outcome == MERCURY_OUT_TAGGED || row->outcome == MERCURY_OUT_TAG_MISS;
+	bool per_sock = row->outcome == MERCURY_OUT_TAGGED ||
+			row->outcome == MERCURY_OUT_TAG_MISS ||
+			row->outcome == MERCURY_OUT_JOB_GONE;
 	uint32_t zero = 0, want_prio;
 	struct run_result r;
 
@@ -930,7 +1002,7 @@ static void test_production_real_socket(void **state)
 	enum { TAGGED_BYTES = 200000, UNTAGGED_BYTES = 100000 };
 	DECLARE_LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = 1, .attach_point = BPF_TC_EGRESS);
 	DECLARE_LIBBPF_OPTS(bpf_tc_opts, tc, .handle = 1, .priority = 1);
-	struct mercury_sock_tags tags = {.count = 1, .ranges = {{1, 1 + TAGGED_BYTES, 2, 0}}};
+	struct mercury_sock_tags tags = {.count = 1, .ranges = {{1, 1 + TAGGED_BYTES, .level = 2}}};
 	struct mercury_iface_cfg cfg = cfg3();
 	struct mercury_stats s0, s1, s2;
 	struct mercury_sock_stats ss;
@@ -1001,6 +1073,11 @@ static int setup(void **state)
 			strerror(errno));
 		return -1;
 	}
+	for (uint32_t i = 0; i < 3; i++)
+		if (bpf_map_update_elem(bpf_map__fd(fx.skel->maps.jobs), &i, &job_states[i], 0)) {
+			fprintf(stderr, "jobs map: %s\n", strerror(errno));
+			return -1;
+		}
 	return 0;
 }
 

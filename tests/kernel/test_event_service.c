@@ -23,9 +23,11 @@
 #include "../tcp_pair.h"
 #include "pins.h"
 #include "tag_store.h"
+#include "job_level.h"
 
 static char pin_root[64];
 static struct event_state ev;
+static int globals[GM_COUNT] = {-1, -1, -1, -1};
 static int tcp_fd = -1, peer_fd = -1;
 static const struct ucred root_cred = {.pid = 1, .uid = 0, .gid = 0};
 static const struct ucred user_cred = {.pid = 2, .uid = 4242, .gid = 4242};
@@ -92,6 +94,21 @@ static int tag(const struct ucred *cred, int fd, uint32_t job, uint64_t offset,
 	return handle(cred, &mask, &f, size, fd, reply);
 }
 
+/* The level a range resolves to now on an interface of nbands bands, as the classifier
+ * computes it: from the job state mercuryd published. -1: its job is gone. */
+static int resolved_level(const struct mercury_range *r, unsigned nbands)
+{
+	struct mercury_job_state js;
+	uint32_t slot = r->job - 1u;
+
+	if (!r->job)
+		return r->level;
+	assert_int_equal(bpf_map_lookup_elem(ev.jobs_fd, &slot, &js), 0);
+	if (!js.active || (uint16_t)js.gen != r->job_gen)
+		return -1;
+	return (int)mercury_job_level(&js, r->layer, r->iteration, nbands);
+}
+
 static struct mercury_sock_tags map_tags(int fd)
 {
 	struct mercury_sock_tags t;
@@ -111,13 +128,16 @@ static int setup(void **state)
 	}
 	snprintf(pin_root, sizeof(pin_root), "/sys/fs/bpf/mqev%d", (int)getpid());
 	memset(&ev, 0, sizeof(ev));
-	ev.tags_fd = ev.stats_fd = -1;
+	ev.tags_fd = ev.stats_fd = ev.jobs_fd = ev.job_ids_fd = -1;
 	if (pins_prepare(pin_root, err, sizeof(err)) ||
-	    pins_global_maps(pin_root, &ev.tags_fd, &ev.stats_fd, err, sizeof(err))) {
+	    pins_global_maps(pin_root, globals, err, sizeof(err))) {
 		fprintf(stderr, "test_event_service: %s; skipping\n", err);
-		ev.tags_fd = -1;
 		return 0;
 	}
+	ev.tags_fd = globals[GM_SOCK_TAGS];
+	ev.stats_fd = globals[GM_SOCK_STATS];
+	ev.jobs_fd = globals[GM_JOBS];
+	ev.job_ids_fd = globals[GM_JOB_IDS];
 	policy_init(&ev.policy, 8);
 	tcp_pair(&tcp_fd, &peer_fd);
 	return 0;
@@ -133,12 +153,11 @@ static int teardown(void **state)
 	if (peer_fd >= 0)
 		close(peer_fd);
 	if (ev.tags_fd >= 0) {
-		close(ev.tags_fd);
-		close(ev.stats_fd);
-		snprintf(path, sizeof(path), "%s/sock_tags", pin_root);
-		unlink(path);
-		snprintf(path, sizeof(path), "%s/sock_stats", pin_root);
-		unlink(path);
+		pins_close_globals(globals);
+		for (int i = 0; i < GM_COUNT; i++) {
+			snprintf(path, sizeof(path), "%s/%s", pin_root, global_maps[i].name);
+			unlink(path);
+		}
 		rmdir(pin_root);
 	}
 	return 0;
@@ -169,7 +188,8 @@ static void test_tags_reach_the_map(void **state)
 	assert_int_equal(t.count, 1);
 	assert_int_equal(t.ranges[0].start, next);
 	assert_int_equal(t.ranges[0].end, next + 1000);
-	assert_int_equal(t.ranges[0].level, 0); /* layer 1: band 0 */
+	assert_int_equal(t.ranges[0].layer, 1);
+	assert_int_equal(resolved_level(&t.ranges[0], 8), 0); /* layer 1: band 0 */
 	assert_int_equal(t.owner, root_cred.uid + 1);
 	/* Nothing written yet: the next tag continues where the last one ended (tag ahead). */
 	assert_int_equal(tag(&root_cred, tcp_fd, 1, MW_OFFSET_NEXT, &l8, 1, 500, &r), 0);
@@ -180,9 +200,9 @@ static void test_tags_reach_the_map(void **state)
 	assert_int_equal(r.end, next + 1700);
 	t = map_tags(tcp_fd);
 	assert_int_equal(t.count, 4);
-	assert_int_equal(t.ranges[1].level, 5); /* layer 8 of 8: last of 6 groups */
-	assert_int_equal(t.ranges[2].level, 0); /* layer 2 of 8 */
-	assert_int_equal(t.ranges[3].level, 4); /* layer 7 of 8: (7 - 1) * 6 / 8 */
+	assert_int_equal(resolved_level(&t.ranges[1], 8), 5); /* layer 8 of 8: last of 6 groups */
+	assert_int_equal(resolved_level(&t.ranges[2], 8), 0); /* layer 2 of 8 */
+	assert_int_equal(resolved_level(&t.ranges[3], 8), 4); /* layer 7 of 8: (7 - 1) * 6 / 8 */
 	/* Explicit offsets after the last range: accepted, with a gap. */
 	assert_int_equal(tag(&root_cred, tcp_fd, 1, next + 5000, &l1, 1, 10, &r), 0);
 	assert_int_equal(r.start, next + 5000);
@@ -265,6 +285,58 @@ static void test_users_are_separate(void **state)
 	assert_int_equal(iteration(&root_cred, MW_ITER_END, 5, 3), -ESRCH);
 }
 
+/* A tag names (job, layer, iteration); its level follows the published job state: bytes of
+ * iteration 6 move up when 5 ends, drop to the default band when the job goes, and a
+ * restarted service adopts the job with its window so nothing moves meanwhile. */
+static void test_levels_follow_the_job_state(void **state)
+{
+	struct mercury_sock_tags t;
+	struct tag_frame f;
+	struct mw_reply r;
+	uint64_t mask = 0;
+	size_t size = sizeof(struct mw_tag) + sizeof(struct mw_tensor);
+	int a, b;
+
+	(void)state;
+	NEED_MAPS();
+	tcp_pair(&a, &b);
+	assert_int_equal(declare(&root_cred, &mask, 9, 8, 1), 0);
+	assert_int_equal(iteration(&root_cred, MW_ITER_BEGIN, 9, 5), 0);
+	memset(&f, 0, sizeof(f));
+	hdr(&f.tag.h, MW_TAG, size);
+	f.tag.job = 9;
+	f.tag.count = 1;
+	f.tag.offset = MW_OFFSET_NEXT;
+	f.t[0] = (struct mw_tensor){.len = 100, .layer = 1, .dir = 0, .iteration = 6};
+	assert_int_equal(handle(&root_cred, &mask, &f, size, a, &r), 0);
+	t = map_tags(a);
+	assert_int_equal(t.count, 1);
+	assert_int_equal(t.ranges[0].iteration, 6);
+	assert_int_equal(resolved_level(&t.ranges[0], 8), 6); /* next iteration: N - 2 */
+	assert_int_equal(resolved_level(&t.ranges[0], 2), 1);
+	assert_int_equal(iteration(&root_cred, MW_ITER_END, 9, 5), 0);
+	assert_int_equal(resolved_level(&t.ranges[0], 8), 0); /* now current, layer 1 */
+
+	/* A new service over the same maps: the job is an orphan with its window. */
+	struct event_state saved = ev;
+
+	memset(&ev.slots, 0, sizeof(ev.slots));
+	policy_init(&ev.policy, 8);
+	assert_true(event_adopt_jobs(&ev) >= 1);
+	assert_int_equal(resolved_level(&t.ranges[0], 8), 0);
+	uint64_t mask2 = 0;
+
+	assert_int_equal(declare(&root_cred, &mask2, 9, 8, 1), 0); /* adopts the same slot */
+	assert_int_equal(resolved_level(&t.ranges[0], 8), 0);
+	/* Its last client goes: the job's bytes demote to the default band. */
+	event_client_gone(&ev, mask2);
+	assert_int_equal(resolved_level(&t.ranges[0], 8), -1);
+	ev = saved;
+	event_client_gone(&ev, mask);
+	close(a);
+	close(b);
+}
+
 static void test_stats_reply(void **state)
 {
 	struct mw_stats_req f;
@@ -286,6 +358,7 @@ int main(void)
 	    cmocka_unit_test(test_refusals_each_own_code),
 	    cmocka_unit_test(test_users_are_separate),
 	    cmocka_unit_test(test_stats_reply),
+	    cmocka_unit_test(test_levels_follow_the_job_state),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
