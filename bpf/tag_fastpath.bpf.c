@@ -14,22 +14,30 @@
 #include "mercury_abi.h"
 #include "shared_maps.h"
 
-#define EPERM	    1
-#define ESRCH	    3
-#define ENOMEM	    12
-#define EEXIST	    17
-#define EINVAL	    22
-#define ERANGE	    34
-#define ENOSPC	    28
-#define EPROTOTYPE  91
-#define EOPNOTSUPP  95
-#define ENOTCONN    107
+#define EPERM		1
+#define ESRCH		3
+#define ENOMEM		12
+#define EEXIST		17
+#define EINVAL		22
+#define ERANGE		34
+#define ENOSPC		28
+#define EPROTOTYPE	91
+#define EOPNOTSUPP	95
+#define ENOTCONN	107
 #define TCP_ESTABLISHED 1
 #define TCP_CLOSE_WAIT	8
 
 #include "tag_table.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+/* Unused by the code: created BTF-typed for mercuryd to pin (where the program is attached). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct mercury_fastpath_state);
+} fastpath_state SEC(".maps");
 
 /*
  * The stream offset of the socket's next write: bytes_acked + (write_seq - snd_una), what
@@ -47,9 +55,9 @@ static __always_inline int next_write(struct bpf_sock *sk, const struct bpf_tcp_
 
 	if (bpf_probe_read_kernel(&addr, sizeof(addr), (const void *)&spilled) || !addr)
 		return -EOPNOTSUPP;
-	if (bpf_probe_read_kernel(&write_seq, sizeof(write_seq),
-				  (const void *)(addr +
-						 bpf_core_field_offset(struct tcp_sock, write_seq))))
+	if (bpf_probe_read_kernel(
+		&write_seq, sizeof(write_seq),
+		(const void *)(addr + bpf_core_field_offset(struct tcp_sock, write_seq))))
 		return -EOPNOTSUPP;
 	*next = tp->bytes_acked + (__u32)(write_seq - tp->snd_una);
 	return 0;

@@ -27,7 +27,7 @@
 #include "mercury_groups.h"
 
 MERCURY_INLINE __u32 mercury_job_level(const struct mercury_job_state *js, __u32 layer,
-				      __u64 iteration, __u32 nbands)
+				       __u64 iteration, __u32 nbands)
 {
 	__u64 oldest = js->oldest_open;
 	__u32 lv;

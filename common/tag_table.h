@@ -33,10 +33,10 @@
 	({                                                                                         \
 		__u32 __idx = (i);                                                                 \
 		asm volatile("" : "+r"(__idx));                                                    \
-		__idx & MERCURY_RANGE_MASK;                                                        \
+		__idx &MERCURY_RANGE_MASK;                                                         \
 	})
 #else
-#define TAG_IDX(i) ((i) & MERCURY_RANGE_MASK)
+#define TAG_IDX(i) ((i)&MERCURY_RANGE_MASK)
 #endif
 
 _Static_assert((MERCURY_RANGES_PER_SOCK & MERCURY_RANGE_MASK) == 0,
@@ -96,7 +96,7 @@ MERCURY_INLINE __u64 tag_table_end(const struct mercury_sock_tags *t)
  * new_ranges: how many of the n pieces need a new entry. -EINVAL for a corrupt count.
  */
 MERCURY_INLINE int tag_table_check(const struct mercury_sock_tags *t,
-				  const struct mercury_range *first, __u32 new_ranges)
+				   const struct mercury_range *first, __u32 new_ranges)
 {
 	__u32 n = t->count;
 	const struct mercury_range *last;

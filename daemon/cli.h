@@ -19,6 +19,7 @@ int do_status(const struct cli_ctx *ctx, int argc, char **argv);
 int do_tag(const struct cli_ctx *ctx, int argc, char **argv);
 int do_serve(const struct cli_ctx *ctx, int argc, char **argv);
 int do_metrics(const struct cli_ctx *ctx, int argc, char **argv);
+int do_fastpath(const struct cli_ctx *ctx, int argc, char **argv);
 
 /* One-line error "mercuryd: <what>" on stderr (and {"error": ...} on stdout with -j). */
 void cli_error(const struct cli_ctx *ctx, const char *fmt, ...)

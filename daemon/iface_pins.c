@@ -12,14 +12,14 @@
 #include <bpf/libbpf.h>
 
 #include "iface_pins.h"
+#include "fastpath.h"
 #include "pins.h"
 #include "qdisc.h"
 #include "tc_tree.h"
 
 /* Reads entry 0 of a pinned array whose value must be `size` bytes. A map of another size
  * (another layout) is -EPROTO and never copied: its value would not fit. */
-static int read_pinned_value(const char *root, const char *iface, const char *name, void *value,
-			     size_t size)
+int pins_read_value(const char *root, const char *iface, const char *name, void *value, size_t size)
 {
 	struct bpf_map_info info = {};
 	__u32 len = sizeof(info);
@@ -68,7 +68,7 @@ uint64_t current_netns_ino(void)
 
 int iface_state_read(const char *root, const char *iface, struct mercury_attach_state *st)
 {
-	int r = read_pinned_value(root, iface, PIN_STATE, st, sizeof(*st));
+	int r = pins_read_value(root, iface, PIN_STATE, st, sizeof(*st));
 
 	if (r == 0 && st->layout_version != MERCURY_LAYOUT_VERSION)
 		return -EPROTO;
@@ -90,7 +90,7 @@ void iface_state_strerror(const char *root, const char *iface, int r, char *buf,
 
 int iface_cfg_read(const char *root, const char *iface, struct mercury_iface_cfg *cfg)
 {
-	return read_pinned_value(root, iface, PIN_CFG, cfg, sizeof(*cfg));
+	return pins_read_value(root, iface, PIN_CFG, cfg, sizeof(*cfg));
 }
 
 int iface_stats_read(const char *root, const char *iface, struct mercury_stats *sum)
@@ -169,6 +169,9 @@ void pins_remove_unused_globals(const char *root)
 
 	if (iface_for_each(root, count_one, &n) || n > 0)
 		return;
+	/* The fast path writes tags only the classifiers read: it goes with the last one. */
+	if (fastpath_detach(root, path, sizeof(path)))
+		fprintf(stderr, "mercuryd: %s\n", path);
 	for (int i = 0; i < GM_COUNT; i++) {
 		pins_path(path, sizeof(path), root, NULL, global_maps[i].name);
 		unlink(path);
@@ -210,7 +213,7 @@ static int restore_tree(const char *root, const char *iface, const struct mercur
 
 	if (!tree)
 		return -ENOMEM;
-	r = read_pinned_value(root, iface, PIN_SAVED_TREE, tree, sizeof(*tree));
+	r = pins_read_value(root, iface, PIN_SAVED_TREE, tree, sizeof(*tree));
 	if (r) {
 		snprintf(err, errlen, "cannot read the saved qdisc tree (%s/%s/%s): %s", root,
 			 iface, PIN_SAVED_TREE, strerror(-r));

@@ -22,6 +22,10 @@ const char *iface_outcome_name(int outcome);
 uint64_t current_netns_ino(void);
 
 /* 0 and *st filled, -ENOENT when the interface is not attached, other -errno on failure. */
+/* Entry 0 of the pinned array <root>[/<iface>]/<name> whose value must be `size` bytes; a map
+ * of another size (another layout) is -EPROTO and never copied. */
+int pins_read_value(const char *root, const char *iface, const char *name, void *value,
+		    size_t size);
 int iface_state_read(const char *root, const char *iface, struct mercury_attach_state *st);
 /* Why iface_state_read() failed with r, and what to do, as one line. */
 void iface_state_strerror(const char *root, const char *iface, int r, char *buf, size_t len);
@@ -39,7 +43,8 @@ const char *iface_health(const char *root, const char *iface,
 
 /* Removes every pin of the interface and its directory; missing pins are fine. */
 void iface_unpin_all(const char *root, const char *iface);
-/* When no interface is attached any more: removes the shared maps and the root directory. */
+/* When no interface is attached any more: detaches the tag fast path, removes the shared
+ * maps and the root directory. */
 void pins_remove_unused_globals(const char *root);
 
 /* Calls fn for each attached interface (each directory holding an attach record). */

@@ -27,6 +27,7 @@ static const struct cmd cmds[] = {
     {"serve", do_serve,
      "serve [--socket PATH] [--group NAME] [--metrics-textfile DIR] [--metrics-interval S]"},
     {"metrics", do_metrics, "metrics [--textfile DIR]"},
+    {"fastpath", do_fastpath, "fastpath attach [--cgroup PATH] | fastpath detach"},
 };
 
 static void usage(FILE *f)

@@ -25,8 +25,12 @@
  *    bytes beyond the last range go to the interface's default band.
  *  - Job ids are per user: (uid, job) names a job, so users cannot touch each other's jobs.
  *    A job is forgotten when the last client that declared it disconnects.
- *  - Cost: every call is one round trip to the daemon (a few microseconds). Tag a batch of
- *    tensors bound for one socket with one call where you can (mercury_tag_batch).
+ *  - Cost: where mercuryd attached the tag fast path to the caller's cgroup (`mercuryd
+ *    fastpath attach`), a tag of up to 8 tensors is one setsockopt() on the socket, checked
+ *    and written in the kernel (about a microsecond); elsewhere every call is one round
+ *    trip to the daemon (a few microseconds, more under load). Both give the same answers.
+ *    Tag a batch of tensors bound for one socket with one call where you can
+ *    (mercury_tag_batch). Jobs and iterations always go through the daemon.
  *
  * All functions are thread-safe (one request at a time per client; use one client per thread
  * for parallelism; do not use a client in both parent and child after fork()), allocate
@@ -87,10 +91,10 @@ void mercury_set_reconnect_timeout(struct mercury_client *c, int ms);
 int mercury_job_declare(struct mercury_client *c, uint32_t job, uint32_t n_layers, uint32_t weight);
 
 /* Marks the start of iteration `iteration` of `job` (the oldest unfinished iteration is the
- * one whose traffic goes first) and its end (all its traffic sent and received). A tag's
- * level is fixed when it is made: bytes of a newer iteration tagged before the older one
- * ends keep the lower next-iteration level to their last byte, so write them after the end
- * where you can (the reference PS holds such pushes, ps/README.md). */
+ * one whose traffic goes first) and its end (all its traffic sent and received). A tag
+ * names its job, layer and iteration; the classifier decides each packet's band from the
+ * job's state at that moment, so bytes of iteration i+1 written ahead (and still queued)
+ * move up the moment iteration i ends. */
 int mercury_iteration_begin(struct mercury_client *c, uint32_t job, uint64_t iteration);
 int mercury_iteration_end(struct mercury_client *c, uint32_t job, uint64_t iteration);
 
@@ -116,6 +120,13 @@ int mercury_tag_range(struct mercury_client *c, int fd, uint32_t job, uint32_t l
  * write error the tag stays, so close the socket rather than write it again. */
 ssize_t mercury_send_tensor(struct mercury_client *c, int fd, const void *buf, size_t len,
 			    uint32_t job, uint32_t layer, enum mercury_dir dir, uint64_t iteration);
+
+/* Whether tags may use the tag fast path (default: yes, unless $MERCURY_FASTPATH=0); off
+ * sends every tag through the daemon. mercury_fastpath_active() says whether the last try
+ * found it attached (1) or the client uses the daemon for now (0; it looks again each
+ * second). */
+void mercury_use_fastpath(struct mercury_client *c, int on);
+int mercury_fastpath_active(struct mercury_client *c);
 
 /* Bytes and packets the classifier put in each band for this socket (index = band). */
 struct mercury_socket_stats {

@@ -155,6 +155,16 @@ struct mercury_fast_tag {
 /* The option's size for n tensors. */
 #define MERCURY_FAST_TAG_SIZE(n) (16 + 24 * (n))
 
+/* Value of the array "fastpath_state" (one entry, pinned next to the fast path's link):
+ * where `mercuryd fastpath attach` put the program, for status and detach. */
+struct mercury_fastpath_state {
+	__u32 layout_version;
+	__u32 pad;
+	__u64 cgroup_id;      /* inode of the cgroup v2 directory */
+	__u64 attached_at_ns; /* CLOCK_REALTIME */
+	char cgroup[256];     /* its path when attached */
+};
+
 /* Qdisc backends; the order is the CLI's. */
 enum mercury_backend {
 	MERCURY_BACKEND_NONE = 0,

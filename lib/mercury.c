@@ -14,8 +14,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <linux/types.h>
+
 #include "iter_window.h"
 #include "mercury.h"
+#include "mercury_abi.h"
 #include "mercury_wire.h"
 
 #define API __attribute__((visibility("default")))
@@ -23,6 +26,7 @@
 #define MAX_JOBS	     64 /* the daemon's own limit */
 #define DEFAULT_RECONNECT_MS 3000
 #define RECONNECT_POLL_MS    20
+#define FASTPATH_RECHECK_NS  1000000000ll /* after ENOPROTOOPT: look again in a second */
 
 /* What this client told the daemon, replayed to a restarted one before the next call. */
 struct job_record {
@@ -38,6 +42,12 @@ struct mercury_client {
 	int reconnect_ms;
 	struct job_record jobs[MAX_JOBS];
 	unsigned njobs;
+	/* The tag fast path: enabled by the user (MERCURY_FASTPATH=0 or mercury_use_fastpath
+	 * turn it off), and until when it is known to be absent for this process (ns,
+	 * CLOCK_MONOTONIC_COARSE; 0: try it). Read without the lock: a stale value costs one
+	 * extra try or one extra round trip. */
+	int fast_enabled;
+	long long fast_absent_until;
 };
 
 _Static_assert(MERCURY_MAX_BATCH == MW_MAX_BATCH, "batch limits differ");
@@ -100,6 +110,8 @@ API int mercury_connect(const char *path, struct mercury_client **out)
 		return -ENOMEM;
 	strcpy(c->path, path);
 	c->reconnect_ms = env ? atoi(env) : DEFAULT_RECONNECT_MS;
+	env = getenv("MERCURY_FASTPATH");
+	c->fast_enabled = !env || strcmp(env, "0") != 0;
 	c->fd = connect_unix(path, c->reconnect_ms);
 	if (c->fd < 0) {
 		int r = c->fd;
@@ -395,6 +407,48 @@ API int mercury_register_socket(struct mercury_client *c, int fd)
 	return request(c, &f, sizeof(f), fd, &reply);
 }
 
+static long long now_coarse_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return ts.tv_sec * 1000000000ll + ts.tv_nsec;
+}
+
+_Static_assert(MERCURY_OFFSET_NEXT == MW_OFFSET_NEXT, "the fast path's 'next' is the wire's");
+
+/*
+ * One setsockopt() on the caller's own socket when mercuryd attached the fast path to this
+ * process's cgroup (bpf/tag_fastpath.bpf.c). -ENOPROTOOPT: not attached (or disabled, or a
+ * batch too large for it): use the service.
+ */
+static int fast_tag(struct mercury_client *c, int fd, uint32_t job, uint64_t offset,
+		    const struct mercury_tensor *t, unsigned n)
+{
+	struct mercury_fast_tag ft;
+	long long until = __atomic_load_n(&c->fast_absent_until, __ATOMIC_RELAXED);
+
+	if (!c->fast_enabled || n > MERCURY_FAST_BATCH || (until && now_coarse_ns() < until))
+		return -ENOPROTOOPT;
+	ft.job = job;
+	ft.count = n;
+	ft.offset = offset;
+	for (unsigned i = 0; i < n; i++)
+		ft.t[i] = (struct mercury_fast_tensor){.len = t[i].len,
+						       .layer = t[i].layer,
+						       .dir = t[i].dir,
+						       .iteration = t[i].iteration};
+	if (setsockopt(fd, MERCURY_SOL, MERCURY_SO_TAG, &ft, MERCURY_FAST_TAG_SIZE(n)) == 0) {
+		if (until)
+			__atomic_store_n(&c->fast_absent_until, 0, __ATOMIC_RELAXED);
+		return 0;
+	}
+	if (errno == ENOPROTOOPT)
+		__atomic_store_n(&c->fast_absent_until, now_coarse_ns() + FASTPATH_RECHECK_NS,
+				 __ATOMIC_RELAXED);
+	return -errno;
+}
+
 static int tag(struct mercury_client *c, int fd, uint32_t job, uint64_t offset,
 	       const struct mercury_tensor *t, unsigned n)
 {
@@ -405,10 +459,15 @@ static int tag(struct mercury_client *c, int fd, uint32_t job, uint64_t offset,
 	struct mw_reply reply;
 	size_t len = sizeof(struct mw_tag) + n * sizeof(struct mw_tensor);
 
+	int r;
+
 	if (fd < 0)
 		return -EBADF;
 	if (!t || n == 0 || n > MW_MAX_BATCH)
 		return -EINVAL;
+	r = fast_tag(c, fd, job, offset, t, n);
+	if (r != -ENOPROTOOPT)
+		return r;
 	memset(&f.tag, 0, sizeof(f.tag));
 	f.tag.job = htole32(job);
 	f.tag.count = htole32(n);
@@ -420,6 +479,19 @@ static int tag(struct mercury_client *c, int fd, uint32_t job, uint64_t offset,
 					    .iteration = htole64(t[i].iteration)};
 	hdr_init(&f.tag.h, MW_TAG, len);
 	return request(c, &f, len, fd, &reply);
+}
+
+API void mercury_use_fastpath(struct mercury_client *c, int on)
+{
+	c->fast_enabled = on;
+	__atomic_store_n(&c->fast_absent_until, 0, __ATOMIC_RELAXED);
+}
+
+API int mercury_fastpath_active(struct mercury_client *c)
+{
+	long long until = __atomic_load_n(&c->fast_absent_until, __ATOMIC_RELAXED);
+
+	return c->fast_enabled && (!until || now_coarse_ns() >= until);
 }
 
 API int mercury_tag_batch(struct mercury_client *c, int fd, uint32_t job,
