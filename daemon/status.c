@@ -9,6 +9,7 @@
 
 #include "band_plan.h"
 #include "cli.h"
+#include "fastpath.h"
 #include "iface_pins.h"
 #include "pins.h"
 #include "qdisc.h"
@@ -138,15 +139,95 @@ static int tagged_count(const struct cli_ctx *ctx, struct json_object *list)
 	return n;
 }
 
+/* The published job state (the "jobs" map the classifier reads): active slots only. */
+static struct json_object *jobs_json(const struct cli_ctx *ctx)
+{
+	struct json_object *list = json_object_new_array();
+	char path[PATH_MAX];
+	int fd;
+
+	pins_path(path, sizeof(path), ctx->pin_root, NULL, global_maps[GM_JOBS].name);
+	fd = bpf_obj_get(path);
+	if (fd < 0)
+		return list;
+	for (uint32_t i = 0; i < MERCURY_MAX_JOBS; i++) {
+		struct mercury_job_state js;
+		struct json_object *o;
+
+		if (bpf_map_lookup_elem(fd, &i, &js) || !js.active)
+			continue;
+		o = json_object_new_object();
+		json_object_object_add(o, "slot", json_object_new_int((int)i));
+		json_object_object_add(o, "uid", json_object_new_int64(js.uid));
+		json_object_object_add(o, "job", json_object_new_int64(js.job));
+		json_object_object_add(o, "layers", json_object_new_int64(js.n_layers));
+		json_object_object_add(o, "weight", json_object_new_int64(js.weight));
+		json_object_object_add(o, "shift", json_object_new_int64(js.shift));
+		json_object_object_add(o, "oldest_open_iteration",
+				       js.has_open ? json_object_new_int64((int64_t)js.oldest_open)
+						   : NULL);
+		json_object_array_add(list, o);
+	}
+	close(fd);
+	return list;
+}
+
+static struct json_object *fastpath_json(const struct cli_ctx *ctx)
+{
+	struct mercury_fastpath_state st;
+	struct json_object *o;
+	unsigned prog_id;
+
+	if (fastpath_state(ctx->pin_root, &st, &prog_id))
+		return NULL;
+	o = json_object_new_object();
+	json_object_object_add(o, "cgroup", json_object_new_string(st.cgroup));
+	json_object_object_add(o, "prog_id", json_object_new_int64(prog_id));
+	json_object_object_add(o, "attached", json_object_new_boolean(prog_id != 0));
+	return o;
+}
+
+static void print_jobs_and_fastpath(const struct cli_ctx *ctx)
+{
+	struct json_object *jobs = jobs_json(ctx), *fp = fastpath_json(ctx);
+	size_t n = json_object_array_length(jobs);
+
+	if (fp)
+		printf("tag fast path: cgroup %s (program %s)\n",
+		       json_object_get_string(json_object_object_get(fp, "cgroup")),
+		       json_object_get_string(json_object_object_get(fp, "prog_id")));
+	else
+		printf("tag fast path: not attached (mercuryd fastpath attach)\n");
+	printf("jobs: %zu\n", n);
+	for (size_t i = 0; i < n; i++) {
+		struct json_object *j = json_object_array_get_idx(jobs, i), *open;
+
+		open = json_object_object_get(j, "oldest_open_iteration");
+		printf("  uid %s job %s: %s layers, weight %s (yields %s levels), oldest open "
+		       "iteration %s\n",
+		       json_object_get_string(json_object_object_get(j, "uid")),
+		       json_object_get_string(json_object_object_get(j, "job")),
+		       json_object_get_string(json_object_object_get(j, "layers")),
+		       json_object_get_string(json_object_object_get(j, "weight")),
+		       json_object_get_string(json_object_object_get(j, "shift")),
+		       open ? json_object_get_string(open) : "none");
+	}
+	json_object_put(jobs);
+	json_object_put(fp);
+}
+
 int do_status(const struct cli_ctx *ctx, int argc, char **argv)
 {
 	struct status_walk w = {.ctx = ctx};
 	int r;
 
 	if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-		printf("Usage: mercuryd status [<iface>]\n\n"
-		       "Shows each attached interface: backend, bands, hook, health, pins and the\n"
-		       "classifier's per-band and per-outcome counters.\n");
+		printf(
+		    "Usage: mercuryd status [<iface>]\n\n"
+		    "Shows each attached interface: backend, bands, hook, health, pins and the\n"
+		    "classifier's per-band and per-outcome counters; then the jobs whose state\n"
+		    "the classifier reads (layers, weight, oldest open iteration) and where the\n"
+		    "tag fast path is attached.\n");
 		return 0;
 	}
 	if (argc > 2 || (argc == 2 && argv[1][0] == '-')) {
@@ -170,6 +251,8 @@ int do_status(const struct cli_ctx *ctx, int argc, char **argv)
 			json_object_object_add(o, "tagged_sockets_error",
 					       json_object_new_string(strerror(-n)));
 		json_object_object_add(o, "tagged", tagged);
+		json_object_object_add(o, "jobs", jobs_json(ctx));
+		json_object_object_add(o, "fastpath", fastpath_json(ctx));
 		json_object_object_add(o, "interfaces", json_object_get(w.list));
 		printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
 		json_object_put(o);
@@ -185,6 +268,7 @@ int do_status(const struct cli_ctx *ctx, int argc, char **argv)
 			    "sockets holding tags: unknown (the kernel refused the iterator that "
 			    "lists them: %s)\n",
 			    strerror(-n));
+		print_jobs_and_fastpath(ctx);
 	}
 	json_object_put(w.list);
 	return r ? 1 : 0;

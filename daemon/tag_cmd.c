@@ -12,6 +12,8 @@
 
 #include "attach_args.h"
 #include "cli.h"
+#include "iface_pins.h"
+#include "job_level.h"
 #include "pins.h"
 #include "tag_store.h"
 
@@ -61,13 +63,53 @@ static int borrow_tcp_socket(long pid, int fd, char *err, size_t errlen)
 	return sock;
 }
 
+/* Smallest band count over the attached interfaces (the level shown is for it); 0: none. */
+struct min_bands {
+	const char *root;
+	unsigned min;
+};
+
+static int min_bands_one(const char *iface, void *arg)
+{
+	struct mercury_iface_cfg cfg;
+	struct min_bands *m = arg;
+
+	if (iface_cfg_read(m->root, iface, &cfg) == 0 && cfg.nbands >= 2 &&
+	    (!m->min || cfg.nbands < m->min))
+		m->min = cfg.nbands;
+	return 0;
+}
+
+/* The level a range resolves to now with nbands bands, from the published job state; -1
+ * when its job is gone (the default band). */
+static int level_now(int jobs_fd, const struct mercury_range *r, unsigned nbands)
+{
+	struct mercury_job_state js;
+	uint32_t slot = r->job - 1u;
+
+	if (!r->job)
+		return r->level < MERCURY_MAX_LEVELS ? r->level : MERCURY_MAX_LEVELS - 1;
+	if (jobs_fd < 0 || bpf_map_lookup_elem(jobs_fd, &slot, &js) || !js.active ||
+	    (uint16_t)js.gen != r->job_gen)
+		return -1;
+	return (int)mercury_job_level(&js, r->layer, r->iteration, nbands);
+}
+
 static void print_tags(const struct cli_ctx *ctx, const struct tag_args *a, int sock,
 		       const struct mercury_sock_tags *t, uint64_t next, uint64_t acked)
 {
+	struct min_bands bands = {.root = ctx->pin_root};
 	uint64_t cookie = 0;
 	socklen_t len = sizeof(cookie);
+	char path[PATH_MAX];
+	int jobs_fd;
 
 	getsockopt(sock, SOL_SOCKET, SO_COOKIE, &cookie, &len);
+	iface_for_each(ctx->pin_root, min_bands_one, &bands);
+	if (!bands.min)
+		bands.min = 8;
+	pins_path(path, sizeof(path), ctx->pin_root, NULL, global_maps[GM_JOBS].name);
+	jobs_fd = bpf_obj_get(path);
 	if (ctx->json) {
 		struct json_object *o = json_object_new_object(), *rs = json_object_new_array();
 
@@ -76,28 +118,53 @@ static void print_tags(const struct cli_ctx *ctx, const struct tag_args *a, int 
 		json_object_object_add(o, "cookie", json_object_new_int64((int64_t)cookie));
 		json_object_object_add(o, "next_write", json_object_new_int64((int64_t)next));
 		json_object_object_add(o, "acked", json_object_new_int64((int64_t)acked));
+		json_object_object_add(o, "bands", json_object_new_int((int)bands.min));
 		for (uint32_t i = 0; i < t->count && i < MERCURY_RANGES_PER_SOCK; i++) {
+			const struct mercury_range *g = &t->ranges[i];
 			struct json_object *r = json_object_new_object();
+			int lv = level_now(jobs_fd, g, bands.min);
 
 			json_object_object_add(r, "start",
-					       json_object_new_int64((int64_t)t->ranges[i].start));
-			json_object_object_add(r, "end",
-					       json_object_new_int64((int64_t)t->ranges[i].end));
-			json_object_object_add(r, "level",
-					       json_object_new_int((int)t->ranges[i].level));
+					       json_object_new_int64((int64_t)g->start));
+			json_object_object_add(r, "end", json_object_new_int64((int64_t)g->end));
+			if (g->job) {
+				json_object_object_add(r, "job_slot",
+						       json_object_new_int(g->job - 1));
+				json_object_object_add(r, "layer", json_object_new_int(g->layer));
+				json_object_object_add(r, "dir", json_object_new_int(g->dir));
+				json_object_object_add(
+				    r, "iteration", json_object_new_int64((int64_t)g->iteration));
+			}
+			/* null: the job is gone, its bytes take the default band */
+			json_object_object_add(r, "level", lv < 0 ? NULL : json_object_new_int(lv));
 			json_object_array_add(rs, r);
 		}
 		json_object_object_add(o, "ranges", rs);
 		printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
 		json_object_put(o);
-		return;
+	} else {
+		printf("pid %ld fd %d (cookie %llu): next write at %llu, acked %llu, %u ranges "
+		       "(levels now, for %u bands)\n",
+		       a->pid, a->fd, (unsigned long long)cookie, (unsigned long long)next,
+		       (unsigned long long)acked, t->count, bands.min);
+		for (uint32_t i = 0; i < t->count && i < MERCURY_RANGES_PER_SOCK; i++) {
+			const struct mercury_range *g = &t->ranges[i];
+			int lv = level_now(jobs_fd, g, bands.min);
+
+			printf("  [%llu, %llu) ", (unsigned long long)g->start,
+			       (unsigned long long)g->end);
+			if (g->job)
+				printf("job slot %u layer %u %s iteration %llu: ", g->job - 1u,
+				       g->layer, g->dir ? "pull" : "push",
+				       (unsigned long long)g->iteration);
+			if (lv < 0)
+				printf("job gone, default band\n");
+			else
+				printf("level %d\n", lv);
+		}
 	}
-	printf("pid %ld fd %d (cookie %llu): next write at %llu, acked %llu, %u ranges\n", a->pid,
-	       a->fd, (unsigned long long)cookie, (unsigned long long)next,
-	       (unsigned long long)acked, t->count);
-	for (uint32_t i = 0; i < t->count && i < MERCURY_RANGES_PER_SOCK; i++)
-		printf("  [%llu, %llu) level %u\n", (unsigned long long)t->ranges[i].start,
-		       (unsigned long long)t->ranges[i].end, t->ranges[i].level);
+	if (jobs_fd >= 0)
+		close(jobs_fd);
 }
 
 int do_tag(const struct cli_ctx *ctx, int argc, char **argv)

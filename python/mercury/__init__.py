@@ -61,6 +61,9 @@ _lib.mercury_socket_stats.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.POIN
 _lib.mercury_send_tensor.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t,
                                      ctypes.c_uint32, ctypes.c_uint32, ctypes.c_int, ctypes.c_uint64]
 _lib.mercury_send_tensor.restype = ctypes.c_ssize_t
+_lib.mercury_set_reconnect_timeout.argtypes = [ctypes.c_void_p, ctypes.c_int]
+_lib.mercury_use_fastpath.argtypes = [ctypes.c_void_p, ctypes.c_int]
+_lib.mercury_fastpath_active.argtypes = [ctypes.c_void_p]
 
 
 class MercuryError(OSError):
@@ -114,6 +117,18 @@ class Client:
 
     def __del__(self):
         self.close()
+
+    def set_reconnect_timeout(self, ms):
+        """How long a call waits for a restarted daemon (0: fail at once)."""
+        _lib.mercury_set_reconnect_timeout(self._c, ms)
+
+    def use_fastpath(self, on=True):
+        """Whether tags may go through the kernel's tag fast path (default: yes)."""
+        _lib.mercury_use_fastpath(self._c, 1 if on else 0)
+
+    def fastpath_active(self):
+        """True while tags go through the fast path (False: through the daemon)."""
+        return bool(_lib.mercury_fastpath_active(self._c))
 
     def job_declare(self, job, n_layers, weight=1):
         _check(_lib.mercury_job_declare(self._c, job, n_layers, weight), "job_declare")

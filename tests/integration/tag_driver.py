@@ -7,6 +7,7 @@ between its calls. Each command prints one line: "ok ..." or "err <errno> <messa
   tagnext LAYER ITER tag the next 1 MB as (LAYER, push, ITER), send nothing
   send               send 1 MB (no tag call)
   begin ITER / end ITER
+  fast               "ok 1" while tags go through the kernel's fast path, "ok 0" through mercuryd
   bands              bytes per band of the last tagged socket (after a short wait)
   quit
 
@@ -52,6 +53,8 @@ def main():
                 time.sleep(0.5)
                 bands = m.socket_stats(socks[-1])
                 print("ok " + " ".join("band%d=%d" % kv for kv in sorted(bands.items())), flush=True)
+            elif words[0] == "fast":
+                print("ok %d" % m.fastpath_active(), flush=True)
             elif words[0] == "quit":
                 break
             else:

@@ -84,8 +84,7 @@ static int fast(int fd, uint32_t job, uint64_t offset, const struct mercury_fast
 	return setsockopt(fd, MERCURY_SOL, MERCURY_SO_TAG, &ft, size) ? -errno : 0;
 }
 
-static int fast1(int fd, uint32_t job, uint64_t offset, uint32_t layer, uint64_t it,
-		 uint64_t len)
+static int fast1(int fd, uint32_t job, uint64_t offset, uint32_t layer, uint64_t it, uint64_t len)
 {
 	struct mercury_fast_tensor t = {.len = len, .layer = layer, .iteration = it};
 
@@ -258,7 +257,8 @@ static void test_refusals_have_the_service_codes(void **state)
 {
 	struct mercury_fast_tensor bad2[2] = {{.len = 10, .layer = 1}, {.len = 10, .layer = 9}};
 	struct mercury_sock_tags before;
-	int a, b, udp = socket(AF_INET, SOCK_DGRAM, 0), unconnected = socket(AF_INET, SOCK_STREAM, 0);
+	int a, b, udp = socket(AF_INET, SOCK_DGRAM, 0),
+		  unconnected = socket(AF_INET, SOCK_STREAM, 0);
 	struct mercury_fast_tag ft = {.job = 2, .count = 1, .offset = MERCURY_OFFSET_NEXT};
 
 	(void)state;
@@ -273,8 +273,8 @@ static void test_refusals_have_the_service_codes(void **state)
 	assert_int_equal(fast1(a, 2, MERCURY_OFFSET_NEXT, 0, 0, 10), -ERANGE);
 	assert_int_equal(fast1(a, 2, MERCURY_OFFSET_NEXT, 9, 0, 10), -ERANGE);
 	assert_int_equal(fast1(a, 2, before.ranges[0].start, 1, 0, 10), -EEXIST); /* overlap */
-	assert_int_equal(fast1(a, 2, 0, 1, 0, 10), -EEXIST);			/* before */
-	assert_int_equal(fast1(a, 2, MERCURY_OFFSET_NEXT, 1, 0, 0), -EINVAL);	/* empty */
+	assert_int_equal(fast1(a, 2, 0, 1, 0, 10), -EEXIST);			  /* before */
+	assert_int_equal(fast1(a, 2, MERCURY_OFFSET_NEXT, 1, 0, 0), -EINVAL);	  /* empty */
 	/* All or nothing: the second tensor's layer is outside the job. */
 	assert_int_equal(fast(a, 2, MERCURY_OFFSET_NEXT, bad2, 2, MERCURY_FAST_TAG_SIZE(2)),
 			 -ERANGE);
@@ -379,8 +379,8 @@ static size_t fill(int fd, size_t n)
 	time_t deadline = time(NULL) + 5;
 
 	while (sent < n && time(NULL) <= deadline) {
-		ssize_t w = send(fd, buf, n - sent < sizeof(buf) ? n - sent : sizeof(buf),
-				 MSG_DONTWAIT);
+		ssize_t w =
+		    send(fd, buf, n - sent < sizeof(buf) ? n - sent : sizeof(buf), MSG_DONTWAIT);
 
 		if (w > 0)
 			sent += (size_t)w;
@@ -458,7 +458,7 @@ static void test_queued_bytes_move_up_when_the_iteration_ends(void **state)
 		      (unsigned long long)s1.bytes[14], (unsigned long long)s2.bytes[0],
 		      (unsigned long long)(s2.bytes[14] - s1.bytes[14]));
 	assert_true(s2.bytes[0] >= queued - s1.bytes[14] - 65536); /* the rest went first */
-	assert_true(s2.bytes[14] - s1.bytes[14] < 65536);	    /* at most a segment in flight */
+	assert_true(s2.bytes[14] - s1.bytes[14] < 65536);	   /* at most a segment in flight */
 	close(a);
 	close(b);
 	bpf_tc_hook_destroy(&hook);
