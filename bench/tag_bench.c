@@ -7,12 +7,17 @@
  *   soak:       S sockets opened, tagged and closed by C clients.
  *   scale:      C clients (1..128) at once, one tensor per call, for -n calls in all: every
  *               call's round trip (p50/p99/p99.9) and the tags/s of all of them together.
- * Usage: tag_bench latency|throughput|soak|scale [-n N] [-c CLIENTS] [-j] [--map PINNED_SOCK_TAGS]
+ *   core:       one client on one CPU, back to back, untimed calls: tags/s unbatched and in
+ *               batches of 8 (the fast path's batch), next to the floor of this machine's
+ *               system calls (a getsockopt(SO_TYPE) loop on the same socket), 5 rounds, medians.
+ * Usage: tag_bench latency|throughput|soak|scale|core [-n N] [-c CLIENTS] [-j]
+ *                  [--map PINNED_SOCK_TAGS]
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -102,6 +107,59 @@ static void latency(long n, bool json, const char *map_path)
 	mercury_disconnect(m);
 	close(fd);
 	free(t);
+}
+
+static double median5(double *v)
+{
+	qsort(v, 5, sizeof(double), cmp_double);
+	return v[2];
+}
+
+static void core(long n, bool json)
+{
+	struct mercury_tensor batch[8];
+	struct mercury_client *m;
+	double floor_ns[5], one_ns[5], batch_ns[5];
+	int fd = tcp_socket(), type, r;
+	socklen_t len = sizeof(type);
+	cpu_set_t cpu;
+
+	CPU_ZERO(&cpu);
+	CPU_SET(0, &cpu);
+	sched_setaffinity(0, sizeof(cpu), &cpu); /* one core: its own rate, no migration */
+	if (fd < 0)
+		die("setup", -errno);
+	if ((r = mercury_connect(NULL, &m)) || (r = mercury_job_declare(m, JOB, 8, 1)))
+		die("connect", r);
+	for (int i = 0; i < 8; i++)
+		batch[i] = (struct mercury_tensor){.len = 4096, .layer = 1, .iteration = 0};
+	for (int round = 0; round < 5; round++) {
+		double t0 = now_us(), t1, t2, t3;
+
+		for (long i = 0; i < n; i++)
+			getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len);
+		t1 = now_us();
+		for (long i = 0; i < n; i++)
+			if ((r = mercury_tag_next(m, fd, JOB, 1, MERCURY_PUSH, 0, 4096)))
+				die("tag", r);
+		t2 = now_us();
+		for (long i = 0; i < n / 8; i++)
+			if ((r = mercury_tag_batch(m, fd, JOB, batch, 8)))
+				die("tag batch", r);
+		t3 = now_us();
+		floor_ns[round] = (t1 - t0) * 1e3 / n;
+		one_ns[round] = (t2 - t1) * 1e3 / n;
+		batch_ns[round] = (t3 - t2) * 1e3 / (double)(n / 8 * 8);
+	}
+	double f = median5(floor_ns), o = median5(one_ns), b = median5(batch_ns);
+
+	printf(json ? "{\"path\":\"%s\",\"syscall_floor_ns\":%.0f,\"tag_ns\":%.0f,"
+		      "\"tags_per_s\":%.0f,\"batch8_tags_per_s\":%.0f}\n"
+		    : "%s, one core: a getsockopt costs %.0f ns; one tag per call %.0f ns = %.0f "
+		      "tags/s; batches of 8: %.0f tags/s\n",
+	       mercury_fastpath_active(m) ? "fast path" : "service", f, o, 1e9 / o, 1e9 / b);
+	mercury_disconnect(m);
+	close(fd);
 }
 
 struct worker {
@@ -254,7 +312,8 @@ int main(int argc, char **argv)
 		else if (c == 'm')
 			map_path = optarg;
 		else {
-			printf("usage: tag_bench latency|throughput|soak|scale [-n N] [-c CLIENTS] "
+			printf("usage: tag_bench latency|throughput|soak|scale|core [-n N] [-c "
+			       "CLIENTS] "
 			       "[-b "
 			       "BATCH] [-j] "
 			       "[--map PINNED_SOCK_TAGS]\n");
@@ -263,9 +322,10 @@ int main(int argc, char **argv)
 	}
 	if (optind != argc - 1 || clients < 1 || clients > MAX_CLIENTS || batch_size < 1 ||
 	    batch_size > MERCURY_MAX_BATCH) {
-		fprintf(stderr,
-			"tag_bench: give one of latency, throughput, soak, scale (-c 1..%d)\n",
-			MAX_CLIENTS);
+		fprintf(
+		    stderr,
+		    "tag_bench: give one of latency, throughput, soak, scale, core (-c 1..%d)\n",
+		    MAX_CLIENTS);
 		return 2;
 	}
 	listen_fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -285,6 +345,8 @@ int main(int argc, char **argv)
 		parallel(1, n ? n : 10000, clients, json);
 	else if (!strcmp(argv[optind], "scale"))
 		parallel(2, n ? n : 200000, clients, json);
+	else if (!strcmp(argv[optind], "core"))
+		core(n ? n : 200000, json);
 	else
 		return 2;
 	return 0;

@@ -25,7 +25,7 @@ _mercuryd() {
 		esac
 	done
 	case $prev in
-	--pin-root | --textfile | --metrics-textfile) COMPREPLY=($(compgen -d -- "$cur")); return ;;
+	--pin-root | --textfile | --metrics-textfile | --cgroup) COMPREPLY=($(compgen -d -- "$cur")); return ;;
 	--socket) COMPREPLY=($(compgen -f -- "$cur")); return ;;
 	--qdisc) COMPREPLY=($(compgen -W "auto mqprio prio ets htb tbf" -- "$cur")); return ;;
 	--hook) COMPREPLY=($(compgen -W "auto tcx clsact" -- "$cur")); return ;;
@@ -37,7 +37,7 @@ _mercuryd() {
 		if [[ $cur == -* ]]; then
 			COMPREPLY=($(compgen -W "-j --json -v --verbose --pin-root -h --help -V --version" -- "$cur"))
 		else
-			COMPREPLY=($(compgen -W "attach detach status tag serve metrics" -- "$cur"))
+			COMPREPLY=($(compgen -W "attach detach status tag serve metrics fastpath" -- "$cur"))
 		fi
 		return
 	fi
@@ -57,6 +57,14 @@ _mercuryd() {
 	tag) COMPREPLY=($(compgen -W "--pid --fd --next --offset --len --level --show --clear --help" -- "$cur")) ;;
 	serve) COMPREPLY=($(compgen -W "--socket --group --metrics-textfile --metrics-interval --help" -- "$cur")) ;;
 	metrics) COMPREPLY=($(compgen -W "--textfile --help" -- "$cur")) ;;
+	fastpath)
+		if [ "$prev" = fastpath ]; then
+			COMPREPLY=($(compgen -W "attach detach --help" -- "$cur"))
+		elif [ "$prev" = --cgroup ]; then
+			COMPREPLY=($(compgen -d -- "$cur"))
+		else
+			COMPREPLY=($(compgen -W "--cgroup --help" -- "$cur"))
+		fi ;;
 	esac
 }
 complete -F _mercuryd mercuryd
