@@ -28,11 +28,32 @@ static __always_inline void sock_view_from_skb(struct __sk_buff *skb, struct mer
 	if (!tp)
 		return;
 	v->has_sock = 1;
+	v->tp = tp;
 	v->snd_una = tp->snd_una;
 	v->bytes_acked = tp->bytes_acked;
 	v->tags = bpf_sk_storage_get(&sock_tags, tp, 0, 0);
 	if (v->tags)
 		v->sock_stats = bpf_sk_storage_get(&sock_stats, tp, 0, BPF_SK_STORAGE_GET_F_CREATE);
+}
+
+/*
+ * Bytes the socket has below TCP (qdisc, driver): sk_wmem_alloc holds 1 plus the truesize of
+ * every such skb, this one included. truesize is the payload plus the skb's own head (about
+ * 1.2 KiB here), which skb->len (payload and headers) does not count, so anything beyond
+ * MERCURY_SKB_HEAD_MAX after subtracting len is another packet of the socket.
+ */
+#define MERCURY_SKB_HEAD_MAX 2048
+
+static __always_inline bool mercury_sock_queued(struct __sk_buff *skb,
+						const struct mercury_sock_view *v)
+{
+	struct tcp_sock *ts = v->tp ? bpf_skc_to_tcp_sock(v->tp) : NULL;
+	__s64 others;
+
+	if (!ts)
+		return false;
+	others = (__s64)ts->inet_conn.icsk_inet.sk.sk_wmem_alloc.refs.counter - 1 - skb->len;
+	return others > MERCURY_SKB_HEAD_MAX;
 }
 
 SEC("tc")

@@ -49,11 +49,19 @@ static __always_inline void sock_view_from_maps(struct mercury_sock_view *v)
 	v->has_sock = 1;
 	v->snd_una = tv->snd_una;
 	v->bytes_acked = tv->bytes_acked;
+	v->test_queued = tv->queued;
 	if (!tv->has_tags)
 		return;
 	v->tags = bpf_map_lookup_elem(&test_tags, &zero);
 	if (v->tags)
 		v->sock_stats = bpf_map_lookup_elem(&test_sock_stats, &zero);
+}
+
+static __always_inline bool mercury_sock_queued(struct __sk_buff *skb,
+						const struct mercury_sock_view *v)
+{
+	(void)skb;
+	return v->test_queued;
 }
 
 SEC("tc")

@@ -26,7 +26,7 @@ struct mercury_test_view {
 	__u32 snd_una;
 	__u64 bytes_acked;
 	__u32 has_tags; /* use the "test_tags" entry as the socket's tags */
-	__u32 pad;
+	__u32 queued;	/* earlier packets of the socket are still queued below TCP */
 };
 
 #ifdef __bpf__
@@ -88,7 +88,16 @@ struct mercury_sock_view {
 	__u64 bytes_acked;
 	const struct mercury_sock_tags *tags;  /* NULL: socket has no tags */
 	struct mercury_sock_stats *sock_stats; /* NULL: not counted per socket */
+	struct bpf_tcp_sock *tp;	       /* production: the socket (NULL in the test) */
+	__u32 test_queued;		       /* test variant: mercury_sock_queued()'s answer */
 };
+
+/*
+ * Whether packets of the socket other than skb are still queued below TCP (qdisc, driver).
+ * Each program defines it: the production one from the socket, the test one from its map.
+ */
+static __always_inline bool mercury_sock_queued(struct __sk_buff *skb,
+						const struct mercury_sock_view *v);
 
 /* Per-packet state between mercury_begin() and mercury_finish(). */
 struct mercury_classify_ctx {
@@ -295,6 +304,7 @@ static __always_inline int mercury_finish(struct __sk_buff *skb, struct mercury_
 	struct mercury_sock_stats *ss = NULL;
 	__u64 outcome = c->outcome, band = conf->default_band, last, len;
 	struct mercury_stats *st;
+	bool kept = false;
 	__u32 zero = 0;
 
 	if (outcome == MERCURY_NEEDS_SOCK) {
@@ -306,6 +316,20 @@ static __always_inline int mercury_finish(struct __sk_buff *skb, struct mercury_
 		last = MERCURY_MAX_BANDS - 1;
 	if (band > last)
 		band = last;
+	if (ss) {
+		/* The order guard: a packet that would overtake its own socket's earlier packets
+		 * (a more urgent band while they still wait in a less urgent one) is a reordered
+		 * TCP stream to the receiver, taken for loss. It keeps the previous band until
+		 * they have left; levels change at packet time, so a socket does move up once its
+		 * queue below TCP drains. */
+		__u64 prev = ss->last_band;
+
+		if (prev && band + 1 < prev && prev <= last + 1 && mercury_sock_queued(skb, v)) {
+			band = prev - 1;
+			kept = true;
+		}
+		ss->last_band = (__u32)band + 1;
+	}
 	/* clang drops the mask as redundant after the clamp, but older verifiers (6.1) cannot
 	 * follow a register-to-register clamp: keep the mask they can. */
 	barrier_var(band);
@@ -321,6 +345,10 @@ static __always_inline int mercury_finish(struct __sk_buff *skb, struct mercury_
 		if (outcome < MERCURY_OUT_MAX) {
 			st->outcome[outcome].packets++;
 			st->outcome[outcome].bytes += len;
+		}
+		if (kept) {
+			st->order_kept.packets++;
+			st->order_kept.bytes += len;
 		}
 	}
 	if (ss) {

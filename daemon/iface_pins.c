@@ -126,6 +126,8 @@ int iface_stats_read(const char *root, const char *iface, struct mercury_stats *
 				sum->outcome[o].packets += per_cpu[c].outcome[o].packets;
 				sum->outcome[o].bytes += per_cpu[c].outcome[o].bytes;
 			}
+			sum->order_kept.packets += per_cpu[c].order_kept.packets;
+			sum->order_kept.bytes += per_cpu[c].order_kept.bytes;
 		}
 	}
 	free(per_cpu);

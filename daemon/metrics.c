@@ -105,6 +105,11 @@ static int iface_metrics(const char *iface, void *arg)
 								  : sum.outcome[o].bytes));
 		}
 		break;
+	case 7:
+		fputs("mercury_order_kept_packets_total{iface=\"", f);
+		put_label(f, iface);
+		fprintf(f, "\"} %llu\n", (unsigned long long)sum.order_kept.packets);
+		break;
 	}
 	return 0;
 }
@@ -121,6 +126,8 @@ static void datapath_metrics(FILE *f, const char *root)
 	    {"mercury_band_bytes_total", "counter", "Bytes the classifier put in each band."},
 	    {"mercury_outcome_packets_total", "counter", "Packets by classifier decision."},
 	    {"mercury_outcome_bytes_total", "counter", "Bytes by classifier decision."},
+	    {"mercury_order_kept_packets_total", "counter",
+	     "Packets kept in their socket's previous band so as not to reorder its stream."},
 	};
 	struct iface_walk w = {.f = f, .root = root};
 	char path[PATH_MAX];

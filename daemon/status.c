@@ -87,6 +87,8 @@ static int show_one(const char *iface, void *arg)
 			json_object_object_add(outs, iface_outcome_name(i),
 					       counter_json(&sum.outcome[i]));
 		json_object_object_add(o, "outcomes", outs);
+		/* packets held in their socket's previous band to keep its stream in order */
+		json_object_object_add(o, "order_kept", counter_json(&sum.order_kept));
 		json_object_array_add(w->list, o);
 		return 0;
 	}
@@ -105,6 +107,9 @@ static int show_one(const char *iface, void *arg)
 		printf("  %-10s  %12llu  %14llu\n", iface_outcome_name(i),
 		       (unsigned long long)sum.outcome[i].packets,
 		       (unsigned long long)sum.outcome[i].bytes);
+	printf("  kept in their socket's previous band (stream order): %llu packets, %llu bytes\n",
+	       (unsigned long long)sum.order_kept.packets,
+	       (unsigned long long)sum.order_kept.bytes);
 	return 0;
 }
 

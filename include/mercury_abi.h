@@ -66,10 +66,14 @@ struct mercury_sock_tags {
 
 #define MERCURY_OWNER_FAST (1ull << 63) /* tagged through the fast path by process tgid */
 
-/* Per-socket byte counters by band, kept by the classifier in "sock_stats". */
+/* Per-socket byte counters by band, kept by the classifier in "sock_stats", and the band of
+ * the socket's last packet (the order guard: a socket moves to a more urgent band only when
+ * none of its earlier packets still waits below TCP). */
 struct mercury_sock_stats {
 	__u64 bytes[MERCURY_MAX_BANDS];
 	__u64 packets[MERCURY_MAX_BANDS];
+	__u32 last_band; /* band + 1 of the last packet; 0: none yet */
+	__u32 pad;
 };
 
 /* What the classifier decided for a packet; one counter pair each. */
@@ -94,6 +98,9 @@ struct mercury_counter {
 struct mercury_stats {
 	struct mercury_counter band[MERCURY_MAX_BANDS];
 	struct mercury_counter outcome[MERCURY_OUT_MAX];
+	/* packets kept in their socket's previous, less urgent band because earlier packets of
+	 * the socket were still queued there: moving them up would reorder the TCP stream */
+	struct mercury_counter order_kept;
 };
 
 /* Value of the array "cfg" (one entry), written by mercuryd at attach. */

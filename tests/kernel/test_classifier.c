@@ -724,6 +724,8 @@ static void read_stats(const struct bpf_map *map, struct mercury_stats *sum)
 			sum->outcome[o].packets += percpu[c].outcome[o].packets;
 			sum->outcome[o].bytes += percpu[c].outcome[o].bytes;
 		}
+		sum->order_kept.packets += percpu[c].order_kept.packets;
+		sum->order_kept.bytes += percpu[c].order_kept.bytes;
 	}
 	free(percpu);
 }
@@ -837,6 +839,56 @@ static void test_table(void **state)
 		print_message("[ ROW      ] %s\n", rows[i].name);
 		run_row(&rows[i]);
 	}
+}
+
+/*
+ * The order guard: a packet that would go to a more urgent band than its socket's previous
+ * packet while that one's band still holds packets of the socket keeps the previous band
+ * (and is counted); once nothing is queued it moves; moving to a less urgent band never
+ * waits.
+ */
+static void test_order_guard(void **state)
+{
+	struct classifier_test_bpf *skel = fx.skel;
+	struct mercury_iface_cfg cfg = cfg3();
+	struct mercury_test_view view = {
+	    .has_sock = 1, .snd_una = 50000, .bytes_acked = 1500, .has_tags = 1, .queued = 1};
+	struct mercury_sock_stats ss = {.last_band = 2 + 1}; /* the last packet went to band 2 */
+	struct pkt_spec at_level0 = {TCP4(500)}, at_level2 = {TCP4(1500)};
+	uint8_t frame[FRAME_MAX];
+	struct mercury_stats before, after;
+	int prog = bpf_program__fd(skel->progs.mercury_egress_test);
+	size_t len;
+	uint32_t zero = 0;
+
+	(void)state;
+	set_elem(skel->maps.cfg, &cfg);
+	set_elem(skel->maps.test_tags, &tags_basic);
+	set_elem(skel->maps.test_view, &view);
+	assert_int_equal(
+	    bpf_map_update_elem(bpf_map__fd(skel->maps.test_sock_stats), &zero, &ss, BPF_ANY), 0);
+	read_stats(skel->maps.stats, &before);
+	len = build_frame(&at_level0, frame);
+	/* Level 0 wants band 0, but band 2 still holds the socket's packets: stays in 2. */
+	assert_int_equal(run_once(prog, frame, len).priority, PRIO_BASE + 2);
+	read_stats(skel->maps.stats, &after);
+	assert_int_equal(after.order_kept.packets - before.order_kept.packets, 1);
+	assert_int_equal(after.band[2].packets - before.band[2].packets, 1);
+	/* Drained: it moves up. */
+	view.queued = 0;
+	set_elem(skel->maps.test_view, &view);
+	assert_int_equal(run_once(prog, frame, len).priority, PRIO_BASE + 0);
+	/* Down to a less urgent band: no waiting, whatever is queued. */
+	view.queued = 1;
+	set_elem(skel->maps.test_view, &view);
+	len = build_frame(&at_level2, frame);
+	assert_int_equal(run_once(prog, frame, len).priority, PRIO_BASE + 2);
+	read_stats(skel->maps.stats, &before);
+	assert_int_equal(before.order_kept.packets, after.order_kept.packets);
+	/* Leave the shared per-socket entry as the table rows expect it. */
+	ss.last_band = 0;
+	assert_int_equal(
+	    bpf_map_update_elem(bpf_map__fd(skel->maps.test_sock_stats), &zero, &ss, BPF_ANY), 0);
 }
 
 /* 32 disjoint ranges with gaps: every range found at its first and last byte, none at its end. */
@@ -1093,6 +1145,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_table),
 	    cmocka_unit_test(test_full_table_every_range),
+	    cmocka_unit_test(test_order_guard),
 	    cmocka_unit_test(test_production_program),
 	    cmocka_unit_test(test_production_real_socket),
 	};
