@@ -420,7 +420,8 @@ _Static_assert(MERCURY_OFFSET_NEXT == MW_OFFSET_NEXT, "the fast path's 'next' is
 /*
  * One setsockopt() on the caller's own socket when mercuryd attached the fast path to this
  * process's cgroup (bpf/tag_fastpath.bpf.c). -ENOPROTOOPT: not attached (or disabled, or a
- * batch too large for it): use the service.
+ * batch too large for it): use the service. -EOPNOTSUPP: not attached and the socket's own
+ * family refuses foreign option levels (AF_UNIX): the service says what is wrong with it.
  */
 static int fast_tag(struct mercury_client *c, int fd, uint32_t job, uint64_t offset,
 		    const struct mercury_tensor *t, unsigned n)
@@ -466,7 +467,7 @@ static int tag(struct mercury_client *c, int fd, uint32_t job, uint64_t offset,
 	if (!t || n == 0 || n > MW_MAX_BATCH)
 		return -EINVAL;
 	r = fast_tag(c, fd, job, offset, t, n);
-	if (r != -ENOPROTOOPT)
+	if (r != -ENOPROTOOPT && r != -EOPNOTSUPP)
 		return r;
 	memset(&f.tag, 0, sizeof(f.tag));
 	f.tag.job = htole32(job);
