@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * Cost of the classifier per packet, measured with BPF_PROG_TEST_RUN: a no-op tc program
- * (the harness's own cost), the test variant on a tagged IPv4 TCP segment (32 ranges, the
- * hit taken through the socket view from maps) and, for reference, the production program on
+ * (the harness's own cost), the test variant on a tagged IPv4 TCP segment (32 ranges of job
+ * tags, the hit taken through the socket view from maps, its level computed from the job's
+ * state as for every framework's tag) and, for reference, the production program on
  * the same packet (its dummy socket takes the NO_OFFSET path). Rounds alternate the programs
  * so that drift hits all of them alike; the medians are printed.
  */
@@ -23,6 +24,7 @@
 #include <json-c/json.h>
 
 #include "mercury_abi.h"
+#include "job_level.h"
 #include "../bpf/classify.h"
 #include "classifier.skel.h"
 #include "classifier_test.skel.h"
@@ -272,7 +274,10 @@ int main(int argc, char **argv)
 	struct noop_bpf *noop = NULL;
 	struct mercury_sock_tags tags = {.count = MERCURY_RANGES_PER_SOCK};
 	struct mercury_test_view view = {.has_sock = 1, .snd_una = SND_UNA};
+	struct mercury_job_state job = {
+	    .gen = 1, .active = 1, .n_layers = 8, .weight = 1, .has_open = 1, .oldest_open = 7};
 	struct mercury_iface_cfg cfg;
+	uint32_t want;
 	struct options o;
 	struct results r = {0};
 	uint8_t pkt[2048];
@@ -296,11 +301,15 @@ int main(int argc, char **argv)
 		goto out;
 	}
 
-	/* 32 ranges of RANGE_BYTES from BYTES_ACKED - 10 ranges; the packet hits range o.hit. */
+	/* 32 ranges of RANGE_BYTES from BYTES_ACKED - 10 ranges; the packet hits range o.hit.
+	 * Job tags of a job of 8 layers with iteration 7 open: layers 1..8 of iterations 7, 8. */
 	for (unsigned int i = 0; i < MERCURY_RANGES_PER_SOCK; i++) {
 		tags.ranges[i].start = BYTES_ACKED - 10 * RANGE_BYTES + i * RANGE_BYTES;
 		tags.ranges[i].end = tags.ranges[i].start + RANGE_BYTES - 1000; /* gaps */
-		tags.ranges[i].level = i % 3;
+		tags.ranges[i].job = 1;
+		tags.ranges[i].job_gen = 1;
+		tags.ranges[i].layer = (uint16_t)(i % 8 + 1);
+		tags.ranges[i].iteration = 7 + (i / 8) % 2;
 	}
 	view.bytes_acked = BYTES_ACKED;
 	view.has_tags = 1;
@@ -310,7 +319,8 @@ int main(int argc, char **argv)
 	fill_cfg(&cfg);
 	err = set_map(test->maps.cfg, &cfg, "cfg") ?: set_map(prod->maps.cfg, &cfg, "cfg") ?:
 	      set_map(test->maps.test_view, &view, "test_view") ?:
-	      set_map(test->maps.test_tags, &tags, "test_tags");
+	      set_map(test->maps.test_tags, &tags, "test_tags") ?:
+	      set_map(test->maps.jobs, &job, "jobs");
 	if (err)
 		goto out;
 
@@ -322,9 +332,12 @@ int main(int argc, char **argv)
 	err = run_prog(fds[PROG_TEST], pkt, len, 1, &samples[0][0], &prio);
 	if (err)
 		goto out;
-	if (prio != PRIORITY_BASE + cfg.band_of_level[tags.ranges[o.hit].level]) {
+	want = PRIORITY_BASE +
+	       cfg.band_of_level[mercury_job_level(&job, tags.ranges[o.hit].layer,
+						   tags.ranges[o.hit].iteration, cfg.nbands)];
+	if (prio != want) {
 		fprintf(stderr, "classifier set priority %#x, not the tagged band's %#x\n", prio,
-			PRIORITY_BASE + cfg.band_of_level[tags.ranges[o.hit].level]);
+			want);
 		err = 1;
 		goto out;
 	}

@@ -35,8 +35,9 @@
  * All functions are thread-safe (one request at a time per client; use one client per thread
  * for parallelism; do not use a client in both parent and child after fork()), allocate
  * nothing after mercury_connect(), and return 0 or a negative errno; mercury_strerror()
- * explains each. The daemon's answers:
+ * explains each. The answers (the daemon's and the fast path's are the same):
  *   -ESRCH  job not declared by this user     -ERANGE layer outside 1..n_layers
+ *   -EPERM  (fast path) the job id is another user's
  *   -EEXIST range overlaps/precedes the socket's last tag
  *   -ENOSPC 32 unacknowledged ranges on the socket, or 64 jobs
  *   -EPROTOTYPE not TCP   -ENOTSOCK not a socket   -ENOTCONN not connected

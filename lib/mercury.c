@@ -606,7 +606,8 @@ API const char *mercury_strerror(int err)
 	case -ENOTCONN:
 		return "the socket is not connected";
 	case -EPERM:
-		return "the socket belongs to another user";
+		return "the socket, or (through the tag fast path) the job id, belongs to another "
+		       "user";
 	case -EBADF:
 		return "bad or missing socket fd";
 	case -E2BIG:

@@ -465,6 +465,22 @@ static void test_queued_bytes_move_up_when_the_iteration_ends(void **state)
 	classifier_bpf__destroy(prod);
 }
 
+/* Detach takes the program off the cgroup at once: the option is the kernel's again. */
+static void test_detach_removes_the_program(void **state)
+{
+	char err[512];
+	int a, b;
+
+	(void)state;
+	NEED_READY();
+	tcp_pair(&a, &b);
+	assert_int_equal(fast1(a, 1, MERCURY_OFFSET_NEXT, 1, 0, 10), 0);
+	assert_int_equal(fastpath_detach(pin_root, err, sizeof(err)), 0);
+	assert_int_equal(fast1(a, 1, MERCURY_OFFSET_NEXT, 1, 0, 10), -ENOPROTOOPT);
+	close(a);
+	close(b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -473,6 +489,7 @@ int main(void)
 	    cmocka_unit_test(test_other_options_pass_through),
 	    cmocka_unit_test(test_outside_the_cgroup_falls_back),
 	    cmocka_unit_test(test_queued_bytes_move_up_when_the_iteration_ends),
+	    cmocka_unit_test(test_detach_removes_the_program),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -82,6 +82,49 @@ static void test_full_table_and_ack_recycling(void **state)
 	assert_int_equal(tags_find(&t, off + 100 * 40 + 10), MERCURY_RANGES_PER_SOCK - 3);
 }
 
+/* Job pieces merge only with the same job, generation, layer, direction and iteration; a tag
+ * of several pieces is all or none, also when only its last piece has no room. */
+static void test_job_pieces(void **state)
+{
+	struct mercury_sock_tags t = {0}, before;
+	struct tag_piece p[3] = {
+	    {.len = 100, .id = {.job = 1, .job_gen = 7, .layer = 2, .iteration = 5}},
+	    {.len = 50, .id = {.job = 1, .job_gen = 7, .layer = 2, .iteration = 5}},
+	    {.len = 10, .id = {.job = 1, .job_gen = 7, .layer = 2, .iteration = 6}},
+	};
+
+	(void)state;
+	assert_int_equal(tags_apply(&t, 1000, p, 3, 0), 0);
+	assert_int_equal(t.count, 2); /* the first two are one range */
+	assert_int_equal(t.ranges[0].start, 1000);
+	assert_int_equal(t.ranges[0].end, 1150);
+	assert_int_equal(t.ranges[1].iteration, 6);
+	/* Continuing the last range merges with it; another generation does not. */
+	p[2].id.job_gen = 7;
+	assert_int_equal(tags_apply(&t, 1160, &p[2], 1, 0), 0);
+	assert_int_equal(t.count, 2);
+	p[2].id.job_gen = 8;
+	assert_int_equal(tags_apply(&t, 1170, &p[2], 1, 0), 0);
+	assert_int_equal(t.count, 3);
+	/* Fill to one free entry, then a tag of two new ranges: refused whole. */
+	for (uint64_t off = 2000; t.count < MERCURY_RANGES_PER_SOCK - 1; off += 100) {
+		struct tag_piece q = {.len = 10, .id = {.level = (uint8_t)(t.count % 2)}};
+
+		assert_int_equal(tags_apply(&t, off, &q, 1, 0), 0);
+	}
+	before = t;
+	p[0].id.layer = 3;
+	p[1].id.layer = 4;
+	assert_int_equal(tags_apply(&t, 1ull << 40, p, 2, 0), -ENOSPC);
+	assert_memory_equal(&t, &before, sizeof(t));
+	/* A fixed level out of range, and an empty piece, are refused before anything. */
+	p[0] = (struct tag_piece){.len = 10, .id = {.level = MERCURY_MAX_LEVELS}};
+	assert_int_equal(tags_apply(&t, 1ull << 41, p, 1, 0), -EINVAL);
+	p[0] = (struct tag_piece){.len = 0, .id = {.job = 1}};
+	assert_int_equal(tags_apply(&t, 1ull << 41, p, 1, 0), -EINVAL);
+	assert_memory_equal(&t, &before, sizeof(t));
+}
+
 static void test_stream_offset_wrap(void **state)
 {
 	(void)state;
@@ -101,6 +144,7 @@ int main(void)
 	    cmocka_unit_test(test_out_of_order_rejected),
 	    cmocka_unit_test(test_adjacent_same_level_merges),
 	    cmocka_unit_test(test_full_table_and_ack_recycling),
+	    cmocka_unit_test(test_job_pieces),
 	    cmocka_unit_test(test_stream_offset_wrap),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
