@@ -118,7 +118,7 @@ $(BUILD)/ps/%.o: ps/%.c $(wildcard ps/*.h include/*.h common/*.h) | $(BUILD)
 	$(CC) $(CFLAGS) -Ips -c $< -o $@
 
 $(BUILD)/mercury-ps: $(BUILD)/ps/main.o $(PS_OBJS) $(BUILD)/libmercury.a
-	$(CC) $(CFLAGS) -o $@ $^ -lpthread -lm
+	$(CC) $(CFLAGS) -o $@ $^ $(or $(shell pkg-config --libs json-c 2>/dev/null),$(error pkg-config knows no json-c: run `make deps`)) -lpthread -lm
 
 $(BUILD)/examples/%: examples/%.c $(BUILD)/libmercury.a
 	@mkdir -p $(@D)

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/resource.h>
+#include <json-c/json.h>
 
 #include "ps.h"
 #include "mercury_abi.h"
@@ -104,34 +105,68 @@ static double cpu_seconds(void)
 	       (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec * 1e-6;
 }
 
+/* One JSON object on one line (json-c: strings escaped, e.g. an error naming a path). */
+static void print_json(struct json_object *o)
+{
+	printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+	fflush(stdout);
+	json_object_put(o);
+}
+
+static void add_u64(struct json_object *o, const char *key, uint64_t v)
+{
+	json_object_object_add(o, key, json_object_new_uint64(v));
+}
+
+static void add_double(struct json_object *o, const char *key, double v)
+{
+	json_object_object_add(o, key, json_object_new_double(v));
+}
+
+static void add_bool(struct json_object *o, const char *key, bool v)
+{
+	json_object_object_add(o, key, json_object_new_boolean(v));
+}
+
 static void print_result(const struct ps_config *c, const struct ps_profile *p, int rc,
 			 const struct ps_result *r, const char *err)
 {
-	printf("{\"model\":\"%s\",\"mode\":\"%s\",\"rank\":%d,\"nodes\":%d,\"ok\":%s", p->model,
-	       ps_mode_name(c->mode), c->rank, c->nodes, rc ? "false" : "true");
+	struct json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "model", json_object_new_string(p->model));
+	json_object_object_add(o, "mode", json_object_new_string(ps_mode_name(c->mode)));
+	json_object_object_add(o, "rank", json_object_new_int(c->rank));
+	json_object_object_add(o, "nodes", json_object_new_int(c->nodes));
+	add_bool(o, "ok", rc == 0);
 	if (rc) {
-		printf(",\"error\":\"%s\"}\n", err);
+		json_object_object_add(o, "error", json_object_new_string(err));
+		print_json(o);
 		return;
 	}
 	/* Forward-pass ends (CLOCK_MONOTONIC, the same clock in every namespace) bounding the
 	 * measured iterations, so a cluster-wide time can be taken across nodes. */
-	printf(",\"t_start\":%.6f,\"t_end\":%.6f", r->fp_end[c->warmup],
-	       r->fp_end[c->warmup + c->iters]);
-	printf(",\"iter_s\":%.6f,\"bytes_sent\":%llu,\"verify\":%s,\"pulls_checked\":%llu,"
-	       "\"mismatches\":%llu,\"cpu_s\":%.3f,\"iters\":%d,\"shrink\":%llu,"
-	       "\"time_scale\":%g,\"split_all\":%s,\"part\":%llu,\"credit\":%llu,\"conns\":%d,"
-	       "\"tagged\":%s,\"tag_errors\":%llu,\"split_sockets\":%llu}\n",
-	       r->iter_s, (unsigned long long)r->bytes_sent, c->verify ? "true" : "false",
-	       (unsigned long long)r->pulls_checked, (unsigned long long)r->mismatches, r->cpu_s,
-	       c->iters, (unsigned long long)c->shrink, c->time_scale,
-	       c->split_all ? "true" : "false", (unsigned long long)c->part,
-	       (unsigned long long)c->credit,
-	       c->mode != PS_MERCURY   ? 1
-	       : c->conns < p->nlayers ? c->conns
-				       : p->nlayers,
-	       r->tagged ? "true" : "false", (unsigned long long)r->tag_errors,
-	       (unsigned long long)r->split_sockets);
-	fflush(stdout);
+	add_double(o, "t_start", r->fp_end[c->warmup]);
+	add_double(o, "t_end", r->fp_end[c->warmup + c->iters]);
+	add_double(o, "iter_s", r->iter_s);
+	add_u64(o, "bytes_sent", r->bytes_sent);
+	add_bool(o, "verify", c->verify);
+	add_u64(o, "pulls_checked", r->pulls_checked);
+	add_u64(o, "mismatches", r->mismatches);
+	add_double(o, "cpu_s", r->cpu_s);
+	json_object_object_add(o, "iters", json_object_new_int(c->iters));
+	add_u64(o, "shrink", c->shrink);
+	add_double(o, "time_scale", c->time_scale);
+	add_bool(o, "split_all", c->split_all);
+	add_u64(o, "part", c->part);
+	add_u64(o, "credit", c->credit);
+	json_object_object_add(o, "conns",
+			       json_object_new_int(c->mode != PS_MERCURY   ? 1
+						   : c->conns < p->nlayers ? c->conns
+									   : p->nlayers));
+	add_bool(o, "tagged", r->tagged);
+	add_u64(o, "tag_errors", r->tag_errors);
+	add_u64(o, "split_sockets", r->split_sockets);
+	print_json(o);
 }
 
 struct local_arg {
@@ -171,11 +206,19 @@ static int run_ideal(const struct ps_config *c, const struct ps_profile *p, doub
 	ps_egress_bytes(&pl, N, eg);
 	struct ps_ideal_in in = {L, N, fwd, bwd, eg, rate_Bps * PS_WIRE_EFFICIENCY};
 	double t = ps_ideal_iteration(&in, &comm, &comp);
-	printf("{\"model\":\"%s\",\"mode\":\"ideal\",\"nodes\":%d,\"ok\":true,\"iter_s\":%.6f,"
-	       "\"comm_only_s\":%.6f,\"compute_only_s\":%.6f,\"rate_Bps\":%.0f,"
-	       "\"wire_efficiency\":%.4f,\"split_all\":%s}\n",
-	       p->model, N, t, comm, comp, rate_Bps, PS_WIRE_EFFICIENCY,
-	       c->split_all ? "true" : "false");
+	struct json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "model", json_object_new_string(p->model));
+	json_object_object_add(o, "mode", json_object_new_string("ideal"));
+	json_object_object_add(o, "nodes", json_object_new_int(N));
+	add_bool(o, "ok", true);
+	add_double(o, "iter_s", t);
+	add_double(o, "comm_only_s", comm);
+	add_double(o, "compute_only_s", comp);
+	add_double(o, "rate_Bps", rate_Bps);
+	add_double(o, "wire_efficiency", PS_WIRE_EFFICIENCY);
+	add_bool(o, "split_all", c->split_all);
+	print_json(o);
 	ps_placement_free(&pl);
 	free(orig);
 	free(len);
