@@ -447,8 +447,10 @@ int do_serve(const struct cli_ctx *ctx, int argc, char **argv)
 			goto out;
 		}
 	}
-	fprintf(stderr, "mercuryd: serving events on %s (policy for %u bands)\n", path,
-		s.ev.policy.nbands);
+	fprintf(stderr,
+		"mercuryd: serving events on %s (job state in %s/jobs; each interface's "
+		"classifier lays levels out for its own bands)\n",
+		path, ctx->pin_root);
 	sd_notify(0, "READY=1");
 	r = serve_loop(&s);
 	sd_notify(0, "STOPPING=1");
