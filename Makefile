@@ -46,7 +46,10 @@ BPF_OBJS   := $(BPF_SRCS:bpf/%.bpf.c=$(BUILD)/%.bpf.o)
 SKELS      := $(BPF_SRCS:bpf/%.bpf.c=$(BUILD)/%.skel.h)
 
 DAEMON_SRCS := $(filter-out daemon/main.c,$(wildcard daemon/*.c))
-DAEMON_OBJS := $(DAEMON_SRCS:%.c=$(BUILD)/%.o)
+# common/: what daemon/ and ps/ share (stream position, rate parsing), linked into both.
+COMMON_SRCS := $(wildcard common/*.c)
+COMMON_OBJS := $(COMMON_SRCS:%.c=$(BUILD)/%.o)
+DAEMON_OBJS := $(DAEMON_SRCS:%.c=$(BUILD)/%.o) $(COMMON_OBJS)
 UNIT_SRCS   := $(wildcard tests/unit/test_*.c)
 UNIT_BINS   := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 KTEST_SRCS  := $(wildcard tests/kernel/test_*.c)
@@ -85,6 +88,10 @@ $(BUILD)/daemon/%.o: daemon/%.c $(wildcard daemon/*.h include/*.h common/*.h) | 
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -c $< -o $@
 
+$(BUILD)/common/%.o: common/%.c $(wildcard common/*.h include/*.h)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -c $< -o $@
+
 $(BUILD)/libmercuryd.a: $(DAEMON_OBJS)
 	rm -f $@ && ar rcs $@ $^
 
@@ -117,7 +124,7 @@ $(BUILD)/ps/%.o: ps/%.c $(wildcard ps/*.h include/*.h common/*.h) | $(BUILD)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -Ips -c $< -o $@
 
-$(BUILD)/mercury-ps: $(BUILD)/ps/main.o $(PS_OBJS) $(BUILD)/libmercury.a
+$(BUILD)/mercury-ps: $(BUILD)/ps/main.o $(PS_OBJS) $(COMMON_OBJS) $(BUILD)/libmercury.a
 	$(CC) $(CFLAGS) -o $@ $^ $(or $(shell pkg-config --libs json-c 2>/dev/null),$(error pkg-config knows no json-c: run `make deps`)) -lpthread -lm
 
 $(BUILD)/examples/%: examples/%.c $(BUILD)/libmercury.a
@@ -241,8 +248,6 @@ demo-cluster: $(BUILD)/mercury-ps $(BUILD)/mercuryd
 
 # The PS unit tests compile ps/*.c in; rebuild them when those change.
 $(BUILD)/tests/test_ps_aggregation $(BUILD)/tests/test_ps_placement: $(wildcard ps/*.c ps/*.h)
-# ... except tcp_acked.c, whose <linux/tcp.h> cannot share their translation unit.
-$(BUILD)/tests/test_ps_aggregation $(BUILD)/tests/test_tcp_acked: $(BUILD)/ps/tcp_acked.o
 # test_client compiles the client library in.
 $(BUILD)/tests/test_client: $(wildcard lib/*.c lib/*.h)
 

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "mercury_abi.h"
+#include "rate.h" /* parse_rate(), shared with mercury-ps */
 
 struct attach_args {
 	const char *iface;
@@ -18,8 +19,6 @@ struct attach_args {
 	bool help;
 };
 
-/* Rates as tc writes them: "200mbit", "1gbit", "10Mbps" (bytes), bare number = bit/s. */
-int parse_rate(const char *s, uint64_t *bytes_per_sec);
 /* Non-negative integer below `limit`, whole string. */
 int parse_uint(const char *s, uint64_t limit, uint64_t *out);
 

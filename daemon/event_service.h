@@ -7,10 +7,9 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "mercury.h" /* MERCURY_DEFAULT_SOCKET: the socket path clients use */
 #include "mercury_wire.h"
 #include "policy.h"
-
-#define MERCURY_DEFAULT_SOCKET_PATH "/run/mercury/mercuryd.sock"
 
 struct event_state {
 	struct policy policy;

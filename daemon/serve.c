@@ -61,7 +61,7 @@ static void serve_usage(void)
 	printf("Usage: mercuryd serve [--socket PATH] [--group NAME] [--metrics-textfile DIR]\n"
 	       "                      [--metrics-interval SECONDS]\n\n"
 	       "Serves training-step events from libmercury clients on a Unix socket\n"
-	       "(default " MERCURY_DEFAULT_SOCKET_PATH ", mode 0660, group mercury).\n"
+	       "(default " MERCURY_DEFAULT_SOCKET ", mode 0660, group mercury).\n"
 	       "Frameworks connect with mercury_connect(); see include/mercury.h.\n"
 	       "  --socket PATH             where to listen ($MERCURY_SOCKET also sets it)\n"
 	       "  --group NAME              group allowed to connect besides root (mercury)\n"
@@ -366,7 +366,7 @@ int do_serve(const struct cli_ctx *ctx, int argc, char **argv)
 	int c, r, ret = 1;
 
 	if (!path)
-		path = MERCURY_DEFAULT_SOCKET_PATH;
+		path = MERCURY_DEFAULT_SOCKET;
 	memset(&s, 0, sizeof(s));
 	optind = 0;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {

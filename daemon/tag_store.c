@@ -1,18 +1,10 @@
 /* Tagged byte ranges per socket: the pure range table logic and its socket-local storage. */
 #include <errno.h>
 #include <string.h>
-#include <sys/ioctl.h>
-#include <sys/socket.h>
-#include <linux/sockios.h>
-#include <linux/tcp.h>
-#include <netinet/in.h>
 #include <bpf/bpf.h>
 
 #include "tag_store.h"
 #include "tag_table.h"
-
-/* tcpi_state values (include/net/tcp_states.h); linux/tcp.h does not export them. */
-enum { TCPI_ESTABLISHED = 1, TCPI_CLOSE_WAIT = 8 };
 
 int tags_apply(struct mercury_sock_tags *tags, uint64_t start, const struct tag_piece *pieces,
 	       unsigned n, uint64_t acked)
@@ -53,45 +45,6 @@ int tags_insert(struct mercury_sock_tags *tags, uint64_t start, uint64_t len, ui
 	if (level >= MERCURY_MAX_LEVELS)
 		return -EINVAL;
 	return tags_apply(tags, start, &piece, 1, acked);
-}
-
-static int bytes_acked(int fd, uint64_t *acked)
-{
-	struct tcp_info ti;
-	socklen_t len = sizeof(ti);
-
-	memset(&ti, 0, sizeof(ti));
-	if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len))
-		return -errno;
-	if (len < offsetof(struct tcp_info, tcpi_bytes_acked) + sizeof(ti.tcpi_bytes_acked))
-		return -EOPNOTSUPP; /* kernel older than 4.1 */
-	if (ti.tcpi_state != TCPI_ESTABLISHED && ti.tcpi_state != TCPI_CLOSE_WAIT)
-		return -ENOTCONN;
-	*acked = ti.tcpi_bytes_acked;
-	return 0;
-}
-
-int sock_stream_position(int sock_fd, uint64_t *next_write, uint64_t *acked)
-{
-	/* acked + unacked-or-unsent is invariant under ACK arrival; read it until an ACK did
-	 * not land between the two calls (bounded: ACKs cannot keep arriving forever). */
-	for (int tries = 0; tries < 16; tries++) {
-		uint64_t a1, a2;
-		int outq, r;
-
-		if ((r = bytes_acked(sock_fd, &a1)))
-			return r;
-		if (ioctl(sock_fd, SIOCOUTQ, &outq))
-			return -errno;
-		if ((r = bytes_acked(sock_fd, &a2)))
-			return r;
-		if (a1 == a2) {
-			*acked = a1;
-			*next_write = a1 + (uint64_t)outq;
-			return 0;
-		}
-	}
-	return -EAGAIN;
 }
 
 int tag_store_get(int map_fd, int sock_fd, struct mercury_sock_tags *out)

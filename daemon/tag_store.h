@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "mercury_abi.h"
+#include "tcp_stream.h" /* sock_stream_position() */
 
 /*
  * What `len` bytes carry: a job tag (id.job = 1 + slot, id.job_gen, id.layer, id.dir,
@@ -28,10 +29,6 @@ int tags_apply(struct mercury_sock_tags *tags, uint64_t start, const struct tag_
 /* One fixed-level piece. */
 int tags_insert(struct mercury_sock_tags *tags, uint64_t start, uint64_t len, uint32_t level,
 		uint64_t acked);
-
-/* The socket's stream offset of the next byte written and of the first unacknowledged byte
- * (TCP_INFO tcpi_bytes_acked + SIOCOUTQ), in the classifier's offset terms. */
-int sock_stream_position(int sock_fd, uint64_t *next_write, uint64_t *acked);
 
 #define TAG_AT_NEXT UINT64_MAX /* start: where the socket's next write lands */
 

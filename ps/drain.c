@@ -8,7 +8,7 @@
  *
  * When the last pull of an iteration is written, the byte count written on every server
  * connection is noted; a drainer thread polls the kernel's count of acknowledged bytes
- * (ps/tcp_acked.c) until each connection's reaches it.
+ * (common/tcp_stream.c) until each connection's reaches it.
  */
 #include <errno.h>
 #include <time.h>
@@ -64,7 +64,7 @@ static uint64_t acked(struct ps_conn *c)
 {
 	uint64_t n;
 
-	if (ps_tcp_bytes_acked(c->fd, &n))
+	if (tcp_bytes_acked(c->fd, &n, NULL))
 		return UINT64_MAX;
 	return n - c->acked_base;
 }

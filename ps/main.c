@@ -15,6 +15,7 @@
 #include <json-c/json.h>
 
 #include "ps.h"
+#include "rate.h"
 #include "mercury_abi.h"
 
 /*
@@ -63,25 +64,6 @@ static void usage(FILE *f)
 	    "                    mercuryd (e.g. 0x4d450010, the htb leaves of Mercury's tree)\n"
 	    "  --write-ahead     mercury: write the next iteration's pushes before this node's\n"
 	    "                    iteration has ended (they keep the next-iteration band)\n");
-}
-
-static int parse_rate(const char *s, double *Bps)
-{
-	char *end;
-	double v = strtod(s, &end);
-
-	if (end == s || v <= 0)
-		return -EINVAL;
-	if (!strcasecmp(end, "gbit"))
-		v *= 1e9;
-	else if (!strcasecmp(end, "mbit"))
-		v *= 1e6;
-	else if (!strcasecmp(end, "kbit"))
-		v *= 1e3;
-	else if (*end && strcasecmp(end, "bit"))
-		return -EINVAL;
-	*Bps = v / 8;
-	return 0;
 }
 
 static int split_hosts(char *list, struct ps_config *c)
@@ -250,7 +232,7 @@ int main(int argc, char **argv)
 	struct ps_profile prof;
 	const char *profile = NULL, *cmd;
 	char hosts[1024] = "", err[256];
-	double rate = 0;
+	uint64_t rate = 0; /* bytes per second */
 	int o, nhosts = 0;
 
 	ps_config_defaults(&c);
@@ -380,7 +362,7 @@ int main(int argc, char **argv)
 			fprintf(stderr, "mercury-ps: ideal needs --rate (e.g. 400mbit)\n");
 			return 2;
 		}
-		return run_ideal(&c, &prof, rate);
+		return run_ideal(&c, &prof, (double)rate);
 	}
 	int total = c.warmup + c.iters + 1, rc = 0;
 	if (!strcmp(cmd, "local")) {

@@ -199,7 +199,7 @@ static struct ps_conn *conn_new(struct ps_node *n, int fd, int peer, int index, 
 	c->worker_side = worker_side;
 	ps_sendq_init(&c->q);
 	/* The handshake may count as acknowledged bytes; nothing is written yet. */
-	if (ps_tcp_bytes_acked(fd, &c->acked_base))
+	if (tcp_bytes_acked(fd, &c->acked_base, NULL))
 		c->acked_base = 0;
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	if (n->cfg.sock_prio) {

@@ -7,6 +7,7 @@
 
 #include "iter_window.h"
 #include "ps.h"
+#include "tcp_stream.h" /* tcp_bytes_acked() */
 
 enum ps_dir { PS_DIR_PUSH = 0, PS_DIR_PULL = 1 };
 
@@ -162,8 +163,6 @@ int ps_worker_main(struct ps_node *n, struct ps_result *res);
 void ps_iteration_side_done(struct ps_node *n, uint64_t iter, bool worker_side);
 int ps_drain_start(struct ps_node *n);
 void ps_drain_stop(struct ps_node *n); /* after n->closing is set */
-/* The kernel's count of bytes the peer acknowledged (ps/tcp_acked.c); negative errno. */
-int ps_tcp_bytes_acked(int fd, uint64_t *acked);
 
 /* Tagging (tag.c; a stub in the unit tests). */
 int ps_tag_open(struct ps_node *n);

@@ -1,7 +1,7 @@
 /*
- * ps_tcp_bytes_acked(): the kernel's count of bytes the peer acknowledged, which the PS
- * drainer compares with the bytes it wrote. Over loopback: it grows by exactly what was
- * written once the peer has read it, and a socket that is not TCP gets an error, not a count.
+ * tcp_bytes_acked() (common/tcp_stream.c): the kernel's count of bytes the peer acknowledged,
+ * which the PS drainer compares with the bytes it wrote. Over loopback: it grows by exactly what
+ * was written once the peer has read it, and a socket that is not TCP gets an error, not a count.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../../ps/node.h"
+#include "tcp_stream.h"
 #include "../tcp_pair.h"
 
 static void read_exactly(int fd, size_t n)
@@ -37,7 +37,7 @@ static uint64_t acked_after(int fd, uint64_t base, uint64_t want)
 	uint64_t v = 0;
 
 	for (int i = 0; i < 2000; i++) {
-		assert_int_equal(ps_tcp_bytes_acked(fd, &v), 0);
+		assert_int_equal(tcp_bytes_acked(fd, &v, NULL), 0);
 		if (v - base >= want)
 			break;
 		nanosleep(&pause, NULL);
@@ -53,7 +53,7 @@ static void test_counts_what_the_peer_acknowledged(void **s)
 	uint64_t base;
 
 	tcp_pair(&a, &b);
-	assert_int_equal(ps_tcp_bytes_acked(a, &base), 0);
+	assert_int_equal(tcp_bytes_acked(a, &base, NULL), 0);
 	memset(data, 7, sizeof(data));
 	for (int round = 1; round <= 3; round++) {
 		assert_int_equal(write(a, data, sizeof(data)), (ssize_t)sizeof(data));
@@ -63,7 +63,7 @@ static void test_counts_what_the_peer_acknowledged(void **s)
 	}
 	/* The reading side wrote nothing: its count does not move from its own base. */
 	uint64_t other;
-	assert_int_equal(ps_tcp_bytes_acked(b, &other), 0);
+	assert_int_equal(tcp_bytes_acked(b, &other, NULL), 0);
 	assert_true(other <= 1);
 	close(a);
 	close(b);
@@ -76,9 +76,9 @@ static void test_not_a_tcp_socket(void **s)
 	int u = socket(AF_INET, SOCK_DGRAM, 0), p[2];
 
 	assert_true(u >= 0);
-	assert_true(ps_tcp_bytes_acked(u, &v) < 0);
+	assert_true(tcp_bytes_acked(u, &v, NULL) < 0);
 	assert_int_equal(pipe(p), 0);
-	assert_int_equal(ps_tcp_bytes_acked(p[0], &v), -ENOTSOCK);
+	assert_int_equal(tcp_bytes_acked(p[0], &v, NULL), -ENOTSOCK);
 	assert_int_equal(v, 12345); /* untouched on error */
 	close(u);
 	close(p[0]);
