@@ -8,7 +8,7 @@
 
 struct cli_ctx {
 	bool json;	      /* -j: JSON on stdout */
-	bool verbose;	      /* -v: libbpf and netlink detail on stderr */
+	bool verbose;	      /* -v: libbpf messages and the verifier log on stderr */
 	const char *pin_root; /* --pin-root, default MERCURY_PIN_ROOT_DEFAULT */
 };
 

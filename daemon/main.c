@@ -39,7 +39,7 @@ static void usage(FILE *f)
 		fprintf(f, "  %s\n", cmds[i].synopsis);
 	fprintf(f, "\nOptions:\n"
 		   "  -j, --json         JSON output\n"
-		   "  -v, --verbose      libbpf and netlink detail on stderr\n"
+		   "  -v, --verbose      libbpf messages and the verifier log on stderr\n"
 		   "      --pin-root DIR pin tree (default " MERCURY_PIN_ROOT_DEFAULT ")\n"
 		   "  -h, --help         this text; `mercuryd <command> --help` for one command\n"
 		   "  -V, --version      print the version\n\n"
