@@ -9,31 +9,16 @@
 
 #include "map_sync.h"
 #include "pins.h"
-#include "mercury_abi.h"
-
-/* Map id, type and value size. */
-static int map_id(int fd, uint32_t *id, uint32_t *type, uint32_t *value_size)
-{
-	struct bpf_map_info info = {};
-	__u32 len = sizeof(info);
-
-	if (bpf_obj_get_info_by_fd(fd, &info, &len))
-		return -errno;
-	*id = info.id;
-	*type = info.type;
-	*value_size = info.value_size;
-	return 0;
-}
 
 int pinned_map_track(const char *root, struct pinned_map *m, int fd)
 {
 	char path[PATH_MAX];
-	uint32_t vs, type;
+	char err[256];
 	struct stat st;
-	int r = map_id(fd, &m->id, &type, &vs);
+	int r = pins_check_layout(fd, m->name, m->type, m->value_size, &m->id, err, sizeof(err));
 
-	if (r)
-		return r;
+	if (r && r != -EPROTO)
+		return r; /* a map of another layout is tracked: sync says so on use */
 	m->fd = fd;
 	pins_path(path, sizeof(path), root, NULL, m->name);
 	m->ino = stat(path, &st) == 0 ? st.st_ino : 0;
@@ -75,7 +60,7 @@ static int repin(const char *root, struct pinned_map *m, const char *path, char 
 int pinned_map_sync(const char *root, struct pinned_map *m, char *note, size_t notelen)
 {
 	char path[PATH_MAX];
-	uint32_t id = 0, vs = 0, type = 0;
+	uint32_t id = 0;
 	struct stat st;
 	int fd, r;
 
@@ -95,14 +80,12 @@ int pinned_map_sync(const char *root, struct pinned_map *m, char *note, size_t n
 		snprintf(note, notelen, "cannot open %s: %s", path, strerror(errno));
 		return -errno;
 	}
-	r = map_id(fd, &id, &type, &vs);
-	if (r == 0 && (vs != m->value_size || type != m->type)) {
-		snprintf(note, notelen,
-			 "%s is a map of another layout now (type %u, %u-byte values; this "
-			 "mercuryd (layout %d) writes type %u, %u bytes): stop whoever pinned it, "
-			 "or run the matching mercuryd",
-			 path, type, vs, MERCURY_LAYOUT_VERSION, m->type, m->value_size);
-		r = -EPROTO;
+	r = pins_check_layout(fd, path, m->type, m->value_size, &id, note, notelen);
+	if (r == -EPROTO) {
+		size_t n = strlen(note);
+
+		snprintf(note + n, notelen - n,
+			 " now: stop whoever pinned it, or run the matching mercuryd");
 	}
 	if (r) {
 		close(fd);

@@ -139,25 +139,46 @@ const struct global_map_def global_maps[GM_COUNT] = {
     [GM_JOB_IDS] = {"job_ids", BPF_MAP_TYPE_HASH, sizeof(__u32)},
 };
 
+int pins_check_layout(int fd, const char *path, unsigned type, unsigned value_size, __u32 *id,
+		      char *err, size_t errlen)
+{
+	struct bpf_map_info info = {};
+	__u32 len = sizeof(info);
+
+	if (bpf_obj_get_info_by_fd(fd, &info, &len)) {
+		int r = -errno;
+
+		snprintf(err, errlen, "cannot inspect %s: %s", path, strerror(-r));
+		return r;
+	}
+	if (id)
+		*id = info.id;
+	if (info.type == type && info.value_size == value_size)
+		return 0;
+	snprintf(err, errlen,
+		 "%s has another layout (type %u, %u-byte values) than this mercuryd (layout "
+		 "version %d: type %u, %u bytes)",
+		 path, info.type, info.value_size, MERCURY_LAYOUT_VERSION, type, value_size);
+	return -EPROTO;
+}
+
 /* A pinned map is only reused if it has the layout this binary was built with. */
 static int open_checked(const char *path, const struct global_map_def *def, char *err,
 			size_t errlen)
 {
-	struct bpf_map_info info = {};
-	__u32 len = sizeof(info);
-	int fd = bpf_obj_get(path);
+	int fd = bpf_obj_get(path), r;
 
 	if (fd < 0)
 		return -errno;
-	if (bpf_obj_get_info_by_fd(fd, &info, &len) || info.type != def->type ||
-	    info.value_size != def->value_size) {
+	r = pins_check_layout(fd, path, def->type, def->value_size, NULL, err, errlen);
+	if (r) {
+		size_t n = strlen(err);
+
 		close(fd);
-		snprintf(err, errlen,
-			 "%s has another layout (type %u, %u-byte values) than this mercuryd "
-			 "(layout version %d: type %u, %u bytes); detach every interface with the "
-			 "old mercuryd, or remove the pin",
-			 path, info.type, info.value_size, MERCURY_LAYOUT_VERSION, def->type,
-			 def->value_size);
+		if (r == -EPROTO)
+			snprintf(err + n, errlen - n,
+				 "; detach every interface with the old mercuryd, or remove the "
+				 "pin");
 		return -EEXIST;
 	}
 	return fd;

@@ -3,6 +3,7 @@
 #define MERCURY_PINS_H
 
 #include <stddef.h>
+#include <linux/types.h>
 
 /*
  * Layout (versioned by MERCURY_LAYOUT_VERSION in the directory name of nothing: the
@@ -34,6 +35,11 @@ extern const struct global_map_def global_maps[GM_COUNT];
  * pinned if absent; a pinned map of another layout is refused naming both layouts. Caller
  * closes them. */
 int pins_global_maps(const char *root, int fds[GM_COUNT], char *err, size_t errlen);
+
+/* 0 when fd is a map of this type and value size (*id, if not NULL, gets its id); -EPROTO
+ * with err naming both layouts and the layout version, or -errno, otherwise. */
+int pins_check_layout(int fd, const char *path, unsigned type, unsigned value_size, __u32 *id,
+		      char *err, size_t errlen);
 
 struct bpf_object;
 /* Makes obj (opened, not loaded) use the shared maps instead of creating its own; -errno. */
