@@ -9,7 +9,7 @@
 # Then one client on one core back to back (tag_bench core), next to the syscall floor.
 . "$(dirname "$0")/../tests/integration/lib.sh"
 tmp=$(mktemp -d)
-cg_mount=${MERCURY_CGROUP2:-$(awk '$3 == "cgroup2" { print $2; exit }' /proc/self/mounts)}
+cg_mount=$(cgroup2_mount)
 cg=${cg_mount:+$cg_mount/${PFX}bench}
 trap 'cleanup; [ -n "$cg" ] && rmdir "$cg" 2>/dev/null; rm -rf "$tmp"' EXIT
 bench=$ROOT/build/bench/tag_bench

@@ -2,8 +2,8 @@
 /*
  * The classifier's logic, shared by the production program (classifier.bpf.c) and its
  * test variant (classifier_test.bpf.c) so that both run exactly the same code: the maps,
- * header parsing, the range search, the job state -> level -> band mapping and the counters. A
- *program differs only in where its socket view (struct mercury_sock_view) comes from.
+ * header parsing, the range search, the job state -> level -> band mapping and the counters.
+ * A program differs only in where its socket view (struct mercury_sock_view) comes from.
  *
  * A program is:
  *	if (!mercury_begin(skb, &c)) return TC_ACT_UNSPEC;   (cfg + headers)

@@ -59,11 +59,6 @@ mkdir -p "$OUT"
 : >"$OUT/results.jsonl"
 export CL_KEEP_TIMELINES=$OUT
 
-# Per-model shrink: keeps one emulated iteration around 2 s.
-shrink_of() {
-	case $1 in vgg16 | bert_base) echo 8 ;; alexnet) echo 4 ;; tiny) echo 1 ;; *) echo 2 ;; esac
-}
-
 # One run of a cell: run_ps, repeated (STEAL_RETRIES times at most) while the hypervisor took
 # more than CL_STEAL_MAX (lib.sh) of the VM's CPU time during it; it keeps its last try, says
 # how many it took and which repetition ($REP) of the cell it is.

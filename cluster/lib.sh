@@ -32,6 +32,11 @@ CL_NODES=0
 CL_SHAPER=tc
 CL_PIDS=()
 
+# Per-model shrink K (parameters / K, compute x S / K): keeps one emulated iteration near 2 s.
+shrink_of() {
+	case $1 in vgg16 | bert_base) echo 8 ;; alexnet) echo 4 ;; tiny) echo 1 ;; *) echo 2 ;; esac
+}
+
 cl_ns() { echo "${CL_PFX}n$1"; }
 cl_in() { local i=$1; shift; nsenter --net=/var/run/netns/"$(cl_ns "$i")" "$@"; }
 cl_ip() { echo "10.99.0.$(($1 + 1))"; }

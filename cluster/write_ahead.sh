@@ -24,7 +24,6 @@ done
 RATE=$((10000 / SCALE))
 out=$(mktemp)
 trap 'rm -f "$out"; cluster_down' EXIT
-shrink_of() { case $1 in vgg16 | bert_base) echo 8 ;; alexnet) echo 4 ;; *) echo 2 ;; esac; }
 
 cluster_up "$NODES" "$RATE" mercuryd 2> >(grep -v quantum >&2) || exit 1
 serve_start || exit 1

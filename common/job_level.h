@@ -17,13 +17,7 @@
 
 #include "mercury_abi.h"
 
-#ifndef MERCURY_INLINE /* BPF: no calls to subprograms on the hot paths */
-#ifdef __VMLINUX_H__
-#define MERCURY_INLINE static __always_inline
-#else
-#define MERCURY_INLINE static inline
-#endif
-#endif
+#include "mercury_inline.h"
 #include "mercury_groups.h"
 
 MERCURY_INLINE __u32 mercury_job_level(const struct mercury_job_state *js, __u32 layer,

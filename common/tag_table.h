@@ -12,13 +12,7 @@
 
 #include "mercury_abi.h"
 
-#ifndef MERCURY_INLINE /* BPF: no calls to subprograms on the hot paths */
-#ifdef __VMLINUX_H__
-#define MERCURY_INLINE static __always_inline
-#else
-#define MERCURY_INLINE static inline
-#endif
-#endif
+#include "mercury_inline.h"
 
 #ifndef __VMLINUX_H__
 #include <errno.h>

@@ -158,12 +158,8 @@ static int do_tag(struct event_state *ev, uint64_t client_id, uint32_t uid, int 
 	if (slot < 0)
 		return slot;
 	for (uint32_t i = 0; i < m->tag.count; i++) {
-		uint32_t level;
-
-		/* The level is decided per packet; this checks the job and the layer. */
-		r = policy_level(&ev->policy, (uint32_t)slot, m->tag.t[i].layer, m->tag.t[i].dir,
-				 m->tag.t[i].iteration, &level);
-		if (r)
+		/* The level is decided per packet from the job's state: only check here. */
+		if ((r = policy_check(&ev->policy, (uint32_t)slot, m->tag.t[i].layer)))
 			return r;
 		pieces[i] = (struct tag_piece){.len = m->tag.t[i].len,
 					       .id = {.iteration = m->tag.t[i].iteration,

@@ -84,7 +84,7 @@ static int cgroup_open(const char *cgroup, char *resolved, __u64 *id, char *err,
 int fastpath_attach(const char *root, const char *cgroup, char *err, size_t errlen)
 {
 	char cg_root[PATH_MAX], resolved[PATH_MAX], link_path[PATH_MAX], state_path[PATH_MAX];
-	struct mercury_fastpath_state st = {.layout_version = MERCURY_LAYOUT_VERSION};
+	struct mercury_fastpath_state st = {.layout_version = MERCURY_LAYOUT_VERSION}, old;
 	int globals[GM_COUNT] = {-1, -1, -1, -1}, cg_fd, r;
 	struct tag_fastpath_bpf *skel = NULL;
 	struct bpf_link *link = NULL;
@@ -104,10 +104,7 @@ int fastpath_attach(const char *root, const char *cgroup, char *err, size_t errl
 	cg_fd = cgroup_open(cgroup, resolved, &st.cgroup_id, err, errlen);
 	if (cg_fd < 0)
 		return cg_fd;
-	if (fastpath_state(root, &(struct mercury_fastpath_state){0}, &prog_id) == 0) {
-		struct mercury_fastpath_state old;
-
-		fastpath_state(root, &old, &prog_id);
+	if (fastpath_state(root, &old, &prog_id) == 0) {
 		close(cg_fd);
 		if (old.cgroup_id == st.cgroup_id && prog_id)
 			return 0; /* already there */

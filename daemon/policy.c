@@ -117,17 +117,24 @@ void policy_job_state(const struct policy *p, uint32_t job, struct mercury_job_s
 	js->ended_mask = j->win.ended_mask;
 }
 
+int policy_check(const struct policy *p, uint32_t job, uint32_t layer)
+{
+	const struct policy_job *j = find(p, job);
+
+	if (!j)
+		return -ESRCH;
+	return layer == 0 || layer > j->n_layers ? -ERANGE : 0;
+}
+
 int policy_level(const struct policy *p, uint32_t job, uint32_t layer, uint32_t dir,
 		 uint64_t iteration, uint32_t *level)
 {
-	const struct policy_job *j = find(p, job);
 	struct mercury_job_state js;
+	int r;
 
 	(void)dir;
-	if (!j)
-		return -ESRCH;
-	if (layer == 0 || layer > j->n_layers)
-		return -ERANGE;
+	if ((r = policy_check(p, job, layer)))
+		return r;
 	policy_job_state(p, job, &js);
 	*level = mercury_job_level(&js, layer, iteration, p->nbands);
 	return 0;

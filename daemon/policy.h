@@ -31,7 +31,10 @@ void policy_remove(struct policy *p, uint32_t job);
 /* -ESRCH: job not declared. */
 int policy_iteration_begin(struct policy *p, uint32_t job, uint64_t iteration);
 int policy_iteration_end(struct policy *p, uint32_t job, uint64_t iteration);
-/* -ESRCH: job not declared; -ERANGE: layer outside 1..n_layers. dir does not matter: push
+/* Whether a tag of this job and layer is valid: -ESRCH job not declared, -ERANGE layer
+ * outside 1..n_layers, else 0. */
+int policy_check(const struct policy *p, uint32_t job, uint32_t layer);
+/* The level now (policy_check's errors). dir does not matter: push
  * and pull of a layer are equally urgent (immediate aggregation overlaps them). */
 int policy_level(const struct policy *p, uint32_t job, uint32_t layer, uint32_t dir,
 		 uint64_t iteration, uint32_t *level);

@@ -121,6 +121,23 @@ ask() {
 	read -r -t 20 reply <&"$out" || reply="err no answer"
 }
 
+# With a driver: does the last `bands` reply show >= 1 MB in band $1?
+in_band() { echo "$reply" | grep -Eq "band$1=(10[0-9]{5}|[2-9][0-9]{6})"; }
+# tag_lands CLIENT LABEL LAYER ITERATION BAND: a new connection, 1 MB tagged as (LAYER,
+# ITERATION) and sent; checks the tag was taken and the bytes went to BAND.
+tag_lands() {
+	ask "$1" connect
+	ask "$1" "tag $3 $4"
+	check "$2: tag acknowledged ($reply)" test "$reply" = ok
+	ask "$1" bands
+	check "$2: layer $3 of iteration $4 went to band $5 ($reply)" in_band "$5"
+}
+
+# The cgroup v2 mount point ($MERCURY_CGROUP2 in the VM), empty when there is none.
+cgroup2_mount() {
+	echo "${MERCURY_CGROUP2:-$(awk '$3 == "cgroup2" { print $2; exit }' /proc/self/mounts)}"
+}
+
 # Starts `mercuryd serve` in the sender namespace on socket $1, log $2; waits (bounded) for
 # its socket. SERVE_PID is the daemon itself (nsenter execs it).
 start_serve() {

@@ -9,14 +9,6 @@ tmp=$(mktemp -d)
 trap 'cleanup; rm -rf "$tmp"' EXIT
 sock=$tmp/mercuryd.sock
 export MERCURY_SOCKET=$sock PYTHONPATH=$ROOT/python MERCURY_LIB=$ROOT/build/libmercury.so
-in_band() { echo "$reply" | grep -Eq "band$1=(10[0-9]{5}|[2-9][0-9]{6})"; } # >= 1 MB there
-tag_lands() { # client label layer iteration band
-	ask "$1" connect
-	ask "$1" "tag $3 $4"
-	check "$2: tag acknowledged ($reply)" test "$reply" = ok
-	ask "$1" bands
-	check "$2: layer $3 of iteration $4 went to band $5 ($reply)" in_band "$5"
-}
 kill_serve() {
 	kill -9 "$SERVE_PID"
 	wait "$SERVE_PID" 2>/dev/null

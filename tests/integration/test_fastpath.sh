@@ -8,7 +8,7 @@
 . "$(dirname "$0")/lib.sh"
 
 tmp=$(mktemp -d)
-cg_mount=${MERCURY_CGROUP2:-$(awk '$3 == "cgroup2" { print $2; exit }' /proc/self/mounts)}
+cg_mount=$(cgroup2_mount)
 [ -n "$cg_mount" ] || { echo "SKIP: no cgroup v2 hierarchy mounted"; exit 77; }
 cg=$cg_mount/${PFX}fp
 cleanup_cgroup() {
@@ -20,14 +20,6 @@ cleanup_cgroup() {
 trap cleanup_cgroup EXIT
 sock=$tmp/mercuryd.sock
 export MERCURY_SOCKET=$sock PYTHONPATH=$ROOT/python MERCURY_LIB=$ROOT/build/libmercury.so
-in_band() { echo "$reply" | grep -Eq "band$1=(10[0-9]{5}|[2-9][0-9]{6})"; } # >= 1 MB there
-tag_lands() { # client label layer iteration band
-	ask "$1" connect
-	ask "$1" "tag $3 $4"
-	check "$2: tag acknowledged ($reply)" test "$reply" = ok
-	ask "$1" bands
-	check "$2: layer $3 of iteration $4 went to band $5 ($reply)" in_band "$5"
-}
 driver_pid() { # the python process of the driver started last
 	echo "${PIDS[-1]}"
 }

@@ -38,6 +38,7 @@
 
 #include "mercury_abi.h"
 #include "../../bpf/classify.h"
+#include "../loopback.h"
 #include "../tcp_pair.h"
 #include "classifier.skel.h"
 #include "classifier_test.skel.h"
@@ -1003,19 +1004,6 @@ static void test_production_program(void **state)
 }
 
 /* Brings lo up in the current (fresh) network namespace. */
-static void loopback_up(void)
-{
-	struct ifreq ifr = {0};
-	int fd = socket(AF_INET, SOCK_DGRAM, 0);
-
-	assert_true(fd >= 0);
-	strcpy(ifr.ifr_name, "lo");
-	assert_int_equal(ioctl(fd, SIOCGIFFLAGS, &ifr), 0);
-	ifr.ifr_flags |= IFF_UP;
-	assert_int_equal(ioctl(fd, SIOCSIFFLAGS, &ifr), 0);
-	close(fd);
-}
-
 /* Sends n bytes on fd and reads them all on peer, so every segment has left; 10 s at most. */
 static void send_and_drain(int fd, int peer, size_t n)
 {

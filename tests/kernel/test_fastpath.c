@@ -36,6 +36,7 @@
 #include "pins.h"
 #include "tag_store.h"
 #include "classifier.skel.h"
+#include "../loopback.h"
 #include "../tcp_pair.h"
 
 static char pin_root[64], cgroup[PATH_MAX], home_cgroup[PATH_MAX];
@@ -356,19 +357,6 @@ static void test_outside_the_cgroup_falls_back(void **state)
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 	assert_true(WIFEXITED(status));
 	assert_int_equal(WEXITSTATUS(status), 0);
-}
-
-static void loopback_up(void)
-{
-	struct ifreq ifr = {0};
-	int fd = socket(AF_INET, SOCK_DGRAM, 0);
-
-	assert_true(fd >= 0);
-	strcpy(ifr.ifr_name, "lo");
-	assert_int_equal(ioctl(fd, SIOCGIFFLAGS, &ifr), 0);
-	ifr.ifr_flags |= IFF_UP;
-	assert_int_equal(ioctl(fd, SIOCSIFFLAGS, &ifr), 0);
-	close(fd);
 }
 
 /* Sends until n bytes are queued or sent (non-blocking, bounded). */
