@@ -207,7 +207,7 @@ static struct ps_conn *conn_new(struct ps_node *n, int fd, int peer, int index, 
 				 (uint32_t)(index % n->K * 8 / n->K)); /* 8 htb leaves */
 		setsockopt(fd, SOL_SOCKET, SO_PRIORITY, &prio, sizeof(prio));
 	}
-	if (worker_side && !n->cfg.verify) {
+	if (worker_side && !ps_keeps_data(n)) {
 		c->scratch = malloc(n->cfg.chunk * sizeof(float));
 		if (!c->scratch) {
 			free(c);
@@ -280,6 +280,21 @@ static int host_addr(const struct ps_node *n, int rank, struct sockaddr_in *sa)
 	return inet_pton(AF_INET, host, &sa->sin_addr) == 1 ? 0 : -EINVAL;
 }
 
+/* A worker whose model (or placement, mode, connection count) differs would sum floats of
+ * different tensors: it is told so (REFUSE, with this node's layout) and this node fails. */
+static void refuse(struct ps_node *n, int fd, int worker, uint64_t theirs)
+{
+	struct ps_msg_hdr h = {PS_MAGIC, PS_MSG_REFUSE, 0, (uint32_t)n->cfg.rank,
+			       0,	 n->layout,	0, 0};
+
+	ps_write_msg(fd, &h, NULL, 0);
+	close(fd);
+	ps_fail(n,
+		"server %d: worker %d has another model layout (layout %016llx, this node "
+		"%016llx: layer sizes, node count, mode, placement or connections differ)",
+		n->cfg.rank, worker, (unsigned long long)theirs, (unsigned long long)n->layout);
+}
+
 static void *acceptor(void *arg)
 {
 	struct ps_node *n = arg;
@@ -309,6 +324,10 @@ static void *acceptor(void *arg)
 			close(fd);
 			continue;
 		}
+		if (h.iter != n->layout) {
+			refuse(n, fd, (int)h.layer, h.iter);
+			return NULL;
+		}
 		tv.tv_sec = 0;
 		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 		struct ps_conn *c = conn_new(n, fd, (int)h.layer, (int)h.slice, false);
@@ -328,8 +347,8 @@ static int connect_to(struct ps_node *n, int server, int index)
 {
 	struct sockaddr_in sa;
 	double deadline = ps_now() + n->cfg.timeout_s;
-	struct ps_msg_hdr h = {
-	    PS_MAGIC, PS_MSG_HELLO, 0, (uint32_t)n->cfg.rank, (uint32_t)index, 0, 0, 0};
+	struct ps_msg_hdr h = {PS_MAGIC,	PS_MSG_HELLO, 0, (uint32_t)n->cfg.rank,
+			       (uint32_t)index, n->layout,    0, 0};
 
 	if (host_addr(n, server, &sa)) {
 		ps_fail(n, "worker %d: bad address '%s' for node %d (want a.b.c.d[:port])",
@@ -395,13 +414,14 @@ static int alloc_state(struct ps_node *n)
 	n->pulled = calloc(L, sizeof(uint64_t));
 	n->ready_iter = calloc(L, sizeof(uint64_t));
 	n->pull_first = calloc(L, sizeof(double));
+	n->pushed_iter = calloc(L, sizeof(uint64_t));
 	n->ss = calloc(n->pl.nslices, sizeof(struct ps_sslice));
-	if (!n->pulled || !n->ready_iter || !n->pull_first || !n->ss)
+	if (!n->pulled || !n->ready_iter || !n->pull_first || !n->pushed_iter || !n->ss)
 		return -ENOMEM;
 	for (int l = 0; l < L; l++)
 		if (n->len[l] > maxlen)
 			maxlen = n->len[l];
-	if (n->cfg.verify) {
+	if (ps_keeps_data(n)) {
 		n->grad = calloc(L, sizeof(float *));
 		n->param = calloc(L, sizeof(float *));
 		if (!n->grad || !n->param)
@@ -465,11 +485,13 @@ static void free_state(struct ps_node *n)
 	free(n->pulled);
 	free(n->ready_iter);
 	free(n->pull_first);
+	free(n->pushed_iter);
 	free(n->parts);
 	free(n->ev);
 	free(n->orig);
 	free(n->len);
 	free(n->conn_of);
+	free(n->layers_pulled);
 	ps_placement_free(&n->pl);
 }
 
@@ -491,52 +513,46 @@ static void write_timeline(struct ps_node *n, double t0)
 	fclose(f);
 }
 
-int ps_node_run(const struct ps_config *cfg, const struct ps_profile *prof, struct ps_result *res,
-		char *err, size_t errlen)
+/* What a worker and a server must agree on before any float is summed: the model's layer
+ * sizes (as placed), the placement rule and the connection layout. FNV-1a over the values. */
+static uint64_t layout_hash(const struct ps_node *n)
 {
-	struct ps_node *n = calloc(1, sizeof(*n));
-	struct sockaddr_in sa;
-	int r = 0, one = 1;
-	double t_start = ps_now();
+	uint64_t h = 0xcbf29ce484222325ull;
+	uint64_t v[] = {(uint64_t)n->L, (uint64_t)n->cfg.nodes, (uint64_t)n->cfg.mode,
+			n->cfg.bound,	n->cfg.split_all,	(uint64_t)n->C};
 
-	if (!n)
-		return -ENOMEM;
-	n->cfg = *cfg;
-	n->prof = prof;
-	iter_window_begin(&n->win, 0);
-	n->L = prof->nlayers;
-	/* mercury: one connection per layer group; never more groups than layers */
-	n->K = cfg->mode == PS_MERCURY ? (cfg->conns < n->L ? cfg->conns : n->L) : 1;
-	n->listen_fd = -1;
-	pthread_mutex_init(&n->mu, NULL);
-	pthread_cond_init(&n->cv, NULL);
-	if (n->K < 1 || n->K > PS_MAX_CONNS || cfg->nodes < 1 || cfg->nodes > PS_MAX_NODES ||
-	    cfg->rank < 0 || cfg->rank >= cfg->nodes || cfg->shrink < 1 || cfg->chunk < 1 ||
-	    cfg->part < 1 || cfg->iters < 1 || cfg->warmup < 0) {
-		snprintf(err, errlen,
-			 "bad configuration (nodes 1..%d, rank < nodes, conns 1..%d, "
-			 "iters >= 1)",
-			 PS_MAX_NODES, PS_MAX_CONNS);
-		r = -EINVAL;
-		goto out;
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]) + 2 * (size_t)n->L; i++) {
+		uint64_t x = i < sizeof(v) / sizeof(v[0]) ? v[i]
+			     : (i - 6) % 2 == 0		  ? n->orig[(i - 6) / 2]
+							  : n->len[(i - 6) / 2];
+		for (int b = 0; b < 8; b++) {
+			h ^= (x >> (8 * b)) & 0xff;
+			h *= 0x100000001b3ull;
+		}
 	}
+	return h;
+}
+
+/* Sizes, placement and connection map of a model of nlayers with `params` each. */
+static int setup_model(struct ps_node *n, const uint64_t *params, char *err, size_t errlen)
+{
+	const struct ps_config *cfg = &n->cfg;
+	int r;
+
 	n->orig = calloc(n->L, sizeof(uint64_t));
 	n->len = calloc(n->L, sizeof(uint64_t));
-	if (!n->orig || !n->len) {
-		r = -ENOMEM;
-		goto out;
-	}
+	n->conn_of = calloc(n->L, sizeof(int));
+	n->layers_pulled = calloc(PS_ITER_SLOTS, sizeof(int));
+	if (!n->orig || !n->len || !n->conn_of || !n->layers_pulled)
+		goto nomem;
 	for (int l = 0; l < n->L; l++) {
-		n->orig[l] = prof->layers[l].params;
-		n->len[l] = prof->layers[l].params / cfg->shrink;
-		if (n->len[l] == 0)
-			n->len[l] = 1;
+		n->orig[l] = params[l];
+		n->len[l] = params[l] / cfg->shrink ? params[l] / cfg->shrink : 1;
 	}
 	r = ps_place(n->orig, n->len, n->L, cfg->nodes, cfg->bound, cfg->split_all, &n->pl);
-	n->conn_of = calloc(n->L, sizeof(int));
-	if (!n->conn_of)
-		r = -ENOMEM;
-	else if (n->K > 1) {
+	if (r)
+		goto nomem;
+	if (n->K > 1) {
 		int groups = (int)mercury_current_groups((unsigned)cfg->tag_levels);
 		n->K = ps_map_connections(n->L, n->K, groups, n->conn_of);
 	}
@@ -545,56 +561,111 @@ int ps_node_run(const struct ps_config *cfg, const struct ps_profile *prof, stru
 	 * default band, instead of riding on push data queued behind everything in a low band
 	 * (one such starved ACK cost a minimum RTO: ResNet-50, 15 bands, 3 runs in 10). */
 	n->C = cfg->mode == PS_MERCURY ? 2 * n->K : n->K;
-	for (int i = 0; !r && i < n->pl.nslices; i++)
+	for (int i = 0; i < n->pl.nslices; i++)
 		if (n->pl.slices[i].server == cfg->rank)
 			n->pulls_owed += (uint64_t)cfg->nodes;
-	if (!r)
-		r = alloc_state(n);
-	if (r) {
-		snprintf(err, errlen, "out of memory for the model's buffers");
-		goto out;
-	}
-	if (host_addr(n, cfg->rank, &sa)) {
+	n->layout = layout_hash(n);
+	if (alloc_state(n) == 0)
+		return 0;
+nomem:
+	snprintf(err, errlen, "out of memory for the model's buffers");
+	return -ENOMEM;
+}
+
+static int listen_on(struct ps_node *n, char *err, size_t errlen)
+{
+	struct sockaddr_in sa;
+	int one = 1;
+
+	if (host_addr(n, n->cfg.rank, &sa)) {
 		snprintf(err, errlen, "bad address '%s' for this node (want a.b.c.d[:port])",
-			 cfg->hosts[cfg->rank]);
-		r = -EINVAL;
-		goto out;
+			 n->cfg.hosts[n->cfg.rank]);
+		return -EINVAL;
 	}
 	sa.sin_addr.s_addr = htonl(INADDR_ANY);
 	n->listen_fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	setsockopt(n->listen_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	if (n->listen_fd < 0 || bind(n->listen_fd, (struct sockaddr *)&sa, sizeof(sa)) ||
 	    listen(n->listen_fd, 256)) {
-		r = -errno;
+		int e = errno;
 		snprintf(err, errlen, "cannot listen on port %u: %s (another run still there?)",
-			 ntohs(sa.sin_port), strerror(errno));
-		goto out;
+			 ntohs(sa.sin_port), strerror(e));
+		return -e;
 	}
+	return 0;
+}
+
+int ps_node_start(const struct ps_config *cfg, const uint64_t *params, int nlayers,
+		  struct ps_node **out, char *err, size_t errlen)
+{
+	struct ps_node *n = calloc(1, sizeof(*n));
+	int r = 0;
+
+	*out = NULL;
+	if (!n)
+		return -ENOMEM;
+	n->cfg = *cfg;
+	n->t_start = ps_now();
+	iter_window_begin(&n->win, 0);
+	n->L = nlayers;
+	/* mercury: one connection per layer group; never more groups than layers */
+	n->K = cfg->mode == PS_MERCURY ? (cfg->conns < n->L ? cfg->conns : n->L) : 1;
+	n->listen_fd = -1;
+	pthread_mutex_init(&n->mu, NULL);
+	pthread_cond_init(&n->cv, NULL);
+	if (n->L < 1 || n->K < 1 || n->K > PS_MAX_CONNS || cfg->nodes < 1 ||
+	    cfg->nodes > PS_MAX_NODES || cfg->rank < 0 || cfg->rank >= cfg->nodes ||
+	    cfg->shrink < 1 || cfg->chunk < 1 || cfg->part < 1 || cfg->iters < 1 ||
+	    cfg->warmup < 0) {
+		snprintf(err, errlen,
+			 "bad configuration (layers >= 1, nodes 1..%d, rank < nodes, conns 1..%d, "
+			 "iters >= 1)",
+			 PS_MAX_NODES, PS_MAX_CONNS);
+		r = -EINVAL;
+		goto fail;
+	}
+	r = setup_model(n, params, err, errlen);
+	if (!r)
+		r = listen_on(n, err, errlen);
+	if (r)
+		goto fail;
 	if (cfg->mode == PS_MERCURY)
 		ps_tag_open(n);
 	if (cfg->mode == PS_MERCURY && ps_drain_start(n)) {
 		snprintf(err, errlen, "cannot start the drain watcher thread");
 		r = -EAGAIN;
-		goto out;
+		goto fail;
 	}
 	if (pthread_create(&n->acceptor, NULL, acceptor, n)) {
 		r = -EAGAIN;
-		goto out;
+		goto fail;
 	}
 	n->acceptor_started = true;
 	for (int s = 0; s < cfg->nodes && !r; s++)
 		for (int k = 0; k < n->C && !r; k++)
 			r = connect_to(n, s, k);
 	if (!r)
-		r = ps_worker_main(n, res);
+		r = ps_worker_wait_ready(n);
 	if (!r) {
+		*out = n;
+		return 0;
+	}
+fail:
+	ps_node_stop(n, NULL, err, errlen);
+	return r ? r : -EIO;
+}
+
+int ps_node_stop(struct ps_node *n, struct ps_result *res, char *err, size_t errlen)
+{
+	int r = 0;
+
+	if (res) {
 		res->bytes_sent = atomic_load(&n->bytes_sent);
 		res->mismatches = n->mismatches;
 		res->pulls_checked = n->pulls_checked;
+		res->tagged = n->tagger != NULL;
+		res->tag_errors = atomic_load(&n->tag_errors);
 	}
-	res->tagged = n->tagger != NULL;
-	res->tag_errors = atomic_load(&n->tag_errors);
-out:
 	atomic_store(&n->closing, true);
 	shutdown_all(n);
 	if (n->acceptor_started)
@@ -615,11 +686,10 @@ out:
 	ps_tag_close(n);
 	if (atomic_load(&n->failed)) {
 		snprintf(err, errlen, "%s", n->err);
-		if (!r)
-			r = -EIO;
+		r = -EIO;
 	}
-	if (cfg->timeline && n->nev)
-		write_timeline(n, t_start);
+	if (n->cfg.timeline && n->nev)
+		write_timeline(n, n->t_start);
 	free_state(n);
 	pthread_mutex_destroy(&n->mu);
 	pthread_cond_destroy(&n->cv);

@@ -92,8 +92,9 @@ struct ps_event {
 
 struct ps_node {
 	struct ps_config cfg;
-	const struct ps_profile *prof;
 	struct ps_placement pl;
+	uint64_t layout; /* layout_hash(): what HELLO checks */
+	double t_start;
 	int L, K;     /* layers, connections per pair and direction */
 	int C;	      /* connections per pair: K, or 2 K in mercury mode (pulls on their own) */
 	int *conn_of; /* layer -> connection index, 0 .. K - 1 */
@@ -111,9 +112,12 @@ struct ps_node {
 	struct ps_conn *wconn[PS_MAX_NODES][PS_MAX_PAIR_CONNS];
 	pthread_mutex_t mu; /* worker state, byes, readies, events */
 	pthread_cond_t cv;
-	uint64_t *pulled;     /* per layer: params of the current pull received */
-	uint64_t *ready_iter; /* per layer: iterations whose pull is complete */
-	double *pull_first;   /* per layer: first pull byte of the current iteration */
+	uint64_t *pulled;      /* per layer: params of the current pull received */
+	uint64_t *ready_iter;  /* per layer: iterations whose pull is complete */
+	double *pull_first;    /* per layer: first pull byte of the current iteration */
+	uint64_t *pushed_iter; /* per layer: the next iteration it may be pushed for */
+	int *layers_pulled;    /* per iteration slot: layers whose pull is complete */
+	uint64_t begun;	       /* iterations begun (first push) so far */
 	float **grad, **param;
 	float *shared_grad; /* without verify: one constant buffer for all pushes */
 	struct ps_part *parts;
@@ -157,7 +161,12 @@ int ps_enqueue(struct ps_conn *c, uint16_t type, int slice, uint64_t iter, uint6
 void *ps_server_rx(void *arg);
 void *ps_worker_rx(void *arg);
 void *ps_tx(void *arg);
-int ps_worker_main(struct ps_node *n, struct ps_result *res);
+int ps_worker_wait_ready(struct ps_node *n);
+/* Whether the node keeps gradients and pulled results (verify, or a library caller's data). */
+static inline bool ps_keeps_data(const struct ps_node *n)
+{
+	return n->cfg.verify || n->cfg.user_data;
+}
 /* One side of iteration `iter` is done at this node (n->mu held): ends it when both are
  * (and, with the drainer running, once every pull of it is acknowledged). */
 void ps_iteration_side_done(struct ps_node *n, uint64_t iter, bool worker_side);

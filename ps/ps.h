@@ -113,13 +113,15 @@ void ps_egress_bytes(const struct ps_placement *pl, int nodes, double *out);
 #define PS_MAGIC 0x4d505331u /* "MPS1" */
 
 enum ps_msg_type {
-	PS_MSG_HELLO = 1, /* worker -> server: layer = worker rank, slice = connection index */
+	PS_MSG_HELLO = 1, /* worker -> server: layer = worker rank, slice = connection index,
+			   * iter = the worker's model layout hash */
 	PS_MSG_READY,	  /* server -> worker: every worker's connections are in */
 	PS_MSG_PUSH,	  /* worker -> server: gradient floats [off, off+len) of a slice */
 	PS_MSG_PUSH_ACK,  /* server -> worker (partition): range aggregated */
 	PS_MSG_PULL_REQ,  /* worker -> server (partition): send me that range */
 	PS_MSG_PULL_DATA, /* server -> worker: aggregated floats [off, off+len) */
 	PS_MSG_BYE,	  /* worker -> server: done, closing is no error from now on */
+	PS_MSG_REFUSE,	  /* server -> worker: HELLO's layout (iter) is not the server's */
 };
 
 struct ps_msg_hdr {
@@ -164,6 +166,8 @@ struct ps_config {
 			       * stand-in for tags where no mercuryd is available */
 	bool write_ahead;     /* mercury: write the next iteration's pushes before this node's
 			       * iteration has ended (tagged at the next-iteration level) */
+	bool user_data;	      /* gradients come from the caller and pulls are kept for it
+			       * (the worker library); otherwise a constant stands in */
 };
 
 void ps_config_defaults(struct ps_config *c);
@@ -182,9 +186,32 @@ struct ps_result {
 };
 
 /*
- * Runs one node (server + worker) to the end: connects to every node's server, trains
- * cfg->iters + cfg->warmup iterations, waits for every worker's goodbye. res->fp_end must
- * hold warmup + iters + 1 doubles. 0, or negative errno with a one-line message in err.
+ * One node, step by step (the worker library and the emulated worker both drive it):
+ * ps_node_start listens, connects to every node's server and waits until every server has
+ * all its workers; then per iteration the caller pushes every layer's gradient once
+ * (ps_node_push, returns at once; the first push of an iteration begins it) and waits for
+ * layers' aggregates (ps_node_wait_pull). ps_node_finish waits until every iteration begun
+ * has ended at this node and every worker has said goodbye to this node's server;
+ * ps_node_stop tears down and frees (after any of the others, also after a failure).
+ * All return 0 or negative errno; after a failure ps_node_error() says why.
+ */
+struct ps_node;
+int ps_node_start(const struct ps_config *cfg, const uint64_t *params, int nlayers,
+		  struct ps_node **out, char *err, size_t errlen);
+/* grad: the layer's params / shrink floats; NULL: the built-in gradient (verify's values or
+ * a constant). Layer l's pushes go in iteration order, each after the previous pull of l. */
+int ps_node_push(struct ps_node *n, int layer, uint64_t iter, const float *grad);
+/* Blocks until layer's aggregate (the sum over workers) of iteration iter is here, copies it
+ * to out when out is not NULL (user_data or verify only). */
+int ps_node_wait_pull(struct ps_node *n, int layer, uint64_t iter, float *out);
+int ps_node_finish(struct ps_node *n, uint64_t *split_sockets);
+int ps_node_stop(struct ps_node *n, struct ps_result *res, char *err, size_t errlen);
+const char *ps_node_error(struct ps_node *n);
+
+/*
+ * Runs one emulated node (server + a worker whose compute is the profile's sleeps) to the
+ * end: cfg->iters + cfg->warmup iterations. res->fp_end must hold warmup + iters + 1
+ * doubles. 0, or negative errno with a one-line message in err.
  */
 int ps_node_run(const struct ps_config *cfg, const struct ps_profile *prof, struct ps_result *res,
 		char *err, size_t errlen);

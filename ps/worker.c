@@ -1,8 +1,6 @@
 /*
- * Worker side: emulated compute, pushes, pulls.
- *
- * Forward pass of layer l waits only for layer l's pull of the previous iteration; the
- * backward pass pushes each layer as soon as its gradient is ready. fifo and mercury hand
+ * Worker side: pushes and pulls of one node, driven by its caller (the worker library, or
+ * the emulated worker of ps/emulate.c). fifo and mercury hand
  * whole slices to the connection's queue; partition mode cuts them into partitions and keeps
  * at most `credit` parameters of pushes in flight (sent, receipt not yet back), highest
  * priority (oldest iteration, then lowest layer) first, as ByteScheduler does; each
@@ -79,7 +77,7 @@ static struct ps_part part_pop(struct ps_node *n)
 
 static const float *grad_of(struct ps_node *n, int layer)
 {
-	return n->cfg.verify ? n->grad[layer] : n->shared_grad;
+	return ps_keeps_data(n) ? n->grad[layer] : n->shared_grad;
 }
 
 /* Sends partitions while credit lasts (one always, so a partition above C still goes). */
@@ -96,11 +94,13 @@ static void part_pump(struct ps_node *n)
 	}
 }
 
-static void push_layer(struct ps_node *n, int layer, uint64_t iter)
+static void push_layer(struct ps_node *n, int layer, uint64_t iter, const float *grad)
 {
 	const struct ps_placement *pl = &n->pl;
 
-	if (n->cfg.verify)
+	if (grad && ps_keeps_data(n))
+		memcpy(n->grad[layer], grad, pl->len[layer] * sizeof(float));
+	else if (n->cfg.verify)
 		for (uint64_t j = 0; j < pl->len[layer]; j++)
 			n->grad[layer][j] = ps_grad_value(n->cfg.rank, layer, iter, j);
 	for (int i = pl->first[layer]; i < pl->first[layer] + pl->count[layer]; i++) {
@@ -153,7 +153,7 @@ static int on_pull_data(struct ps_conn *c, const struct ps_msg_hdr *h)
 	if (h->off + h->len > sl->len)
 		return -EPROTO;
 	double t0 = ps_now();
-	if (n->cfg.verify) {
+	if (ps_keeps_data(n)) {
 		r = ps_read_full(c->fd, n->param[sl->layer] + sl->off + h->off,
 				 h->len * sizeof(float));
 	} else {
@@ -184,6 +184,12 @@ static int on_pull_data(struct ps_conn *c, const struct ps_msg_hdr *h)
 		ps_record(n, 'l', l, h->iter, n->pull_first[l], ps_now());
 		n->pulled[l] = 0;
 		n->ready_iter[l]++;
+		/* The worker has every pull of the iteration: its side of it is done. */
+		int slot = (int)(h->iter % PS_ITER_SLOTS);
+		if (++n->layers_pulled[slot] == n->L) {
+			n->layers_pulled[slot] = 0;
+			ps_iteration_side_done(n, h->iter, true);
+		}
 		pthread_cond_broadcast(&n->cv);
 	}
 	pthread_mutex_unlock(&n->mu);
@@ -228,6 +234,14 @@ void *ps_worker_rx(void *arg)
 			r = on_pull_data(c, &h);
 		} else if (h.type == PS_MSG_PUSH_ACK) {
 			r = on_push_ack(c, &h);
+		} else if (h.type == PS_MSG_REFUSE) {
+			ps_fail(n,
+				"worker %d: server %d refused us: our model layout %016llx is not "
+				"its %016llx (layer sizes, node count, mode, placement or "
+				"connections differ)",
+				n->cfg.rank, c->peer, (unsigned long long)n->layout,
+				(unsigned long long)h.iter);
+			return NULL;
 		} else {
 			r = -EPROTO;
 		}
@@ -241,14 +255,6 @@ void *ps_worker_rx(void *arg)
 		ps_fail(n, "worker %d: server %d went away mid-iteration (connection %d: %s)",
 			n->cfg.rank, c->peer, c->index, strerror(-r));
 	return NULL;
-}
-
-static void sleep_until(double t)
-{
-	struct timespec ts = {(time_t)t, (long)((t - (double)(time_t)t) * 1e9)};
-
-	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
-		;
 }
 
 /* Waits (n->mu held) until cond holds, the node fails, or timeout_s passes without it. */
@@ -301,83 +307,74 @@ static bool all_byes(struct ps_node *n, long arg)
 	return n->byes >= all && n->byes_sent >= all;
 }
 
-/* Simulated crash: drop every connection without a goodbye. */
-static void die_now(struct ps_node *n)
+int ps_worker_wait_ready(struct ps_node *n)
 {
-	atomic_store(&n->closing, true);
-	for (int s = 0; s < n->cfg.nodes; s++)
-		for (int k = 0; k < n->C; k++) {
-			if (n->wconn[s][k])
-				shutdown(n->wconn[s][k]->fd, SHUT_RDWR);
-			if (n->sconn[s][k])
-				shutdown(n->sconn[s][k]->fd, SHUT_RDWR);
-		}
-	ps_fail(n, "worker %d: injected disconnect mid-iteration", n->cfg.rank);
+	pthread_mutex_lock(&n->mu);
+	int r = wait_for(n, all_ready, 0, "every server's READY");
+	pthread_mutex_unlock(&n->mu);
+	return r;
 }
 
-int ps_worker_main(struct ps_node *n, struct ps_result *res)
+const char *ps_node_error(struct ps_node *n)
 {
-	int total = n->cfg.warmup + n->cfg.iters, r = 0;
-	double cursor;
+	return atomic_load(&n->failed) ? n->err : NULL;
+}
 
+int ps_node_push(struct ps_node *n, int layer, uint64_t iter, const float *grad)
+{
+	if (layer < 0 || layer >= n->L || (grad && !ps_keeps_data(n)))
+		return -EINVAL;
+	if (atomic_load(&n->failed))
+		return -ECANCELED;
 	pthread_mutex_lock(&n->mu);
-	r = wait_for(n, all_ready, 0, "every server's READY");
+	/* In order, once per iteration, and only after the previous aggregate of the layer is
+	 * here: by then every server has read our previous gradient, so its buffer is free. */
+	bool in_order = iter == n->pushed_iter[layer] && n->ready_iter[layer] >= iter;
+	bool begins = in_order && iter >= n->begun;
+	if (in_order)
+		n->pushed_iter[layer] = iter + 1;
+	if (begins)
+		n->begun = iter + 1;
 	pthread_mutex_unlock(&n->mu);
-	if (r)
-		return r;
-	cursor = ps_now();
-	for (int it = 0; it <= total; it++) {
-		for (int l = 0; l < n->L; l++) {
-			pthread_mutex_lock(&n->mu);
-			if (n->ready_iter[l] < (uint64_t)it) {
-				r = wait_for(n, layer_ready, (long)it << 16 | l, "a layer's pull");
-				double now = ps_now();
-				if (now > cursor)
-					cursor = now;
-			}
-			pthread_mutex_unlock(&n->mu);
-			if (r)
-				return r;
-			double t0 = cursor;
-			cursor += n->prof->layers[l].fwd_s * n->cfg.time_scale;
-			sleep_until(cursor);
-			ps_record(n, 'f', l, (uint64_t)it, t0, cursor);
-		}
-		res->fp_end[it] = cursor;
-		if (it > 0) { /* all its pulls are in; ends once our server's are out too */
-			pthread_mutex_lock(&n->mu);
-			ps_iteration_side_done(n, (uint64_t)it - 1, true);
-			pthread_mutex_unlock(&n->mu);
-		}
-		if (it == total)
-			break;
-		ps_tag_iteration(n, (uint64_t)it, true);
-		for (int l = n->L - 1; l >= 0; l--) {
-			double t0 = cursor;
+	if (!in_order)
+		return -EALREADY;
+	if (begins) /* an iteration begins with its first push */
+		ps_tag_iteration(n, iter, true);
+	push_layer(n, layer, iter, grad);
+	return atomic_load(&n->failed) ? -ECANCELED : 0;
+}
 
-			cursor += n->prof->layers[l].bwd_s * n->cfg.time_scale;
-			if (n->cfg.rank == n->cfg.slow_rank)
-				cursor += n->cfg.slow_s;
-			sleep_until(cursor);
-			ps_record(n, 'b', l, (uint64_t)it, t0, cursor);
-			if (n->cfg.rank == n->cfg.die_rank && it == 1 && l == n->L / 2) {
-				die_now(n);
-				return -ECONNABORTED;
-			}
-			push_layer(n, l, (uint64_t)it);
-			if (atomic_load(&n->failed))
-				return -ECANCELED;
-		}
-	}
-	res->iter_s = (res->fp_end[total] - res->fp_end[n->cfg.warmup]) / n->cfg.iters;
+int ps_node_wait_pull(struct ps_node *n, int layer, uint64_t iter, float *out)
+{
+	int r;
+
+	if (layer < 0 || layer >= n->L || (out && !ps_keeps_data(n)))
+		return -EINVAL;
+	pthread_mutex_lock(&n->mu);
+	if (iter >= n->pushed_iter[layer]) /* never pushed: would wait forever */
+		r = -EINVAL;
+	else
+		r = wait_for(n, layer_ready, (long)(iter + 1) << 16 | layer, "a layer's pull");
+	pthread_mutex_unlock(&n->mu);
+	/* The next pull of this layer needs our next push, which comes after this returns. */
+	if (!r && out)
+		memcpy(out, n->param[layer], n->pl.len[layer] * sizeof(float));
+	return r;
+}
+
+int ps_node_finish(struct ps_node *n, uint64_t *split_sockets)
+{
+	int r;
+
 	pthread_mutex_lock(&n->mu);
 	/* Every iteration ends for the tags before we leave, the last one included. */
-	r = wait_for(n, all_ended, total, "the last iteration's pulls to be acknowledged");
+	r = wait_for(n, all_ended, (long)n->begun, "the last iteration's pulls to be acknowledged");
 	n->worker_done = true;
 	pthread_mutex_unlock(&n->mu);
 	if (r)
 		return r;
-	res->split_sockets = ps_tag_split_sockets(n);
+	if (split_sockets)
+		*split_sockets = ps_tag_split_sockets(n);
 	for (int s = 0; s < n->cfg.nodes; s++)
 		for (int k = 0; k < n->C; k++)
 			ps_enqueue(n->wconn[s][k], PS_MSG_BYE, -1, 0, 0, 0, NULL, UINT64_MAX);

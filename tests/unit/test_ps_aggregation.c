@@ -22,6 +22,7 @@
 #include "../../ps/server.c"
 #include "../../ps/worker.c"
 #include "../../ps/node.c"
+#include "../../ps/emulate.c"
 #include "../../ps/drain.c"
 
 /* Tags are libmercury's business; these tests exercise the PS alone. */

@@ -1,0 +1,99 @@
+/*
+ * The emulated worker of the cluster benchmark: a node whose compute is the profile's sleeps,
+ * driving the same push / pull calls a training framework makes through the worker library.
+ *
+ * Forward pass of layer l waits only for layer l's pull of the previous iteration; the
+ * backward pass pushes each layer as soon as its gradient is "ready".
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include "node.h"
+
+static void sleep_until(double t)
+{
+	struct timespec ts = {(time_t)t, (long)((t - (double)(time_t)t) * 1e9)};
+
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+		;
+}
+
+/* Simulated crash: drop every connection without a goodbye. */
+static void die_now(struct ps_node *n)
+{
+	atomic_store(&n->closing, true);
+	for (int s = 0; s < n->cfg.nodes; s++)
+		for (int k = 0; k < n->C; k++) {
+			if (n->wconn[s][k])
+				shutdown(n->wconn[s][k]->fd, SHUT_RDWR);
+			if (n->sconn[s][k])
+				shutdown(n->sconn[s][k]->fd, SHUT_RDWR);
+		}
+	ps_fail(n, "worker %d: injected disconnect mid-iteration", n->cfg.rank);
+}
+
+static int emulate(struct ps_node *n, const struct ps_profile *prof, struct ps_result *res)
+{
+	int total = n->cfg.warmup + n->cfg.iters, r = 0;
+	double cursor = ps_now();
+
+	for (int it = 0; it <= total; it++) {
+		for (int l = 0; l < n->L; l++) {
+			if (it > 0) {
+				r = ps_node_wait_pull(n, l, (uint64_t)it - 1, NULL);
+				if (r)
+					return r;
+				double now = ps_now();
+				if (now > cursor)
+					cursor = now;
+			}
+			double t0 = cursor;
+			cursor += prof->layers[l].fwd_s * n->cfg.time_scale;
+			sleep_until(cursor);
+			ps_record(n, 'f', l, (uint64_t)it, t0, cursor);
+		}
+		res->fp_end[it] = cursor;
+		if (it == total)
+			break;
+		for (int l = n->L - 1; l >= 0; l--) {
+			double t0 = cursor;
+
+			cursor += prof->layers[l].bwd_s * n->cfg.time_scale;
+			if (n->cfg.rank == n->cfg.slow_rank)
+				cursor += n->cfg.slow_s;
+			sleep_until(cursor);
+			ps_record(n, 'b', l, (uint64_t)it, t0, cursor);
+			if (n->cfg.rank == n->cfg.die_rank && it == 1 && l == n->L / 2) {
+				die_now(n);
+				return -ECONNABORTED;
+			}
+			r = ps_node_push(n, l, (uint64_t)it, NULL);
+			if (r)
+				return r;
+		}
+	}
+	res->iter_s = (res->fp_end[total] - res->fp_end[n->cfg.warmup]) / n->cfg.iters;
+	return ps_node_finish(n, &res->split_sockets);
+}
+
+int ps_node_run(const struct ps_config *cfg, const struct ps_profile *prof, struct ps_result *res,
+		char *err, size_t errlen)
+{
+	struct ps_node *n;
+	uint64_t *params = calloc(prof->nlayers > 0 ? prof->nlayers : 1, sizeof(uint64_t));
+	int r, rs;
+
+	if (!params)
+		return -ENOMEM;
+	for (int l = 0; l < prof->nlayers; l++)
+		params[l] = prof->layers[l].params;
+	r = ps_node_start(cfg, params, prof->nlayers, &n, err, errlen);
+	free(params);
+	if (r)
+		return r;
+	r = emulate(n, prof, res);
+	rs = ps_node_stop(n, res, err, errlen);
+	return r ? r : rs;
+}
