@@ -69,7 +69,7 @@ BENCH_BINS  := $(BENCH_SRCS:bench/%.c=$(BUILD)/bench/%)
 
 .PHONY: all deps test test-unit test-kernel test-integration test-vm test-systemd test-fresh test-asan fuzz bench demo format check-format clean vmlinux
 LIBS_OUT := $(if $(LIB_SRCS),$(BUILD)/libmercury.so $(BUILD)/libmercury.a)
-PS_OUT   := $(if $(wildcard ps/main.c),$(BUILD)/mercury-ps)
+PS_OUT   := $(if $(wildcard ps/main.c),$(BUILD)/mercury-ps $(BUILD)/libmercury-ps.so $(BUILD)/libmercury-ps.a)
 all: $(BUILD)/mercuryd $(BPF_OBJS) $(LIBS_OUT) $(PS_OUT) $(UNIT_BINS) $(KTEST_BINS) $(BENCH_BINS) $(EXAMPLE_BINS)
 
 deps:
@@ -123,6 +123,24 @@ $(BUILD)/libmercury.a: $(LIB_OBJS)
 $(BUILD)/ps/%.o: ps/%.c $(wildcard ps/*.h include/*.h common/*.h) | $(BUILD)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -Ips -c $< -o $@
+
+# libmercury-ps: the PS worker library frameworks link (include/mercury_ps.h); it tags
+# through libmercury.so, found next to it ($ORIGIN) or in the system's library path.
+PS_PIC_OBJS := $(PS_SRCS:%.c=$(BUILD)/%.pic.o) $(COMMON_SRCS:%.c=$(BUILD)/%.pic.o)
+$(BUILD)/ps/%.pic.o: ps/%.c $(wildcard ps/*.h include/*.h common/*.h) | $(BUILD)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -Ips -fPIC -fvisibility=hidden -c $< -o $@
+
+$(BUILD)/common/%.pic.o: common/%.c $(wildcard common/*.h include/*.h) | $(BUILD)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -fPIC -fvisibility=hidden -c $< -o $@
+
+$(BUILD)/libmercury-ps.so: $(PS_PIC_OBJS) $(BUILD)/libmercury.so
+	$(CC) $(CFLAGS) -shared -Wl,-soname,libmercury-ps.so.1 -Wl,-rpath,'$$ORIGIN' -o $@ \
+		$(PS_PIC_OBJS) -L$(BUILD) -lmercury -lpthread -lm
+
+$(BUILD)/libmercury-ps.a: $(PS_OBJS) $(COMMON_OBJS)
+	rm -f $@ && ar rcs $@ $^
 
 $(BUILD)/mercury-ps: $(BUILD)/ps/main.o $(PS_OBJS) $(COMMON_OBJS) $(BUILD)/libmercury.a
 	$(CC) $(CFLAGS) -o $@ $^ $(or $(shell pkg-config --libs json-c 2>/dev/null),$(error pkg-config knows no json-c: run `make deps`)) -lpthread -lm

@@ -207,6 +207,7 @@ int ps_node_wait_pull(struct ps_node *n, int layer, uint64_t iter, float *out);
 int ps_node_finish(struct ps_node *n, uint64_t *split_sockets);
 int ps_node_stop(struct ps_node *n, struct ps_result *res, char *err, size_t errlen);
 const char *ps_node_error(struct ps_node *n);
+bool ps_node_tagged(struct ps_node *n);
 
 /*
  * Runs one emulated node (server + a worker whose compute is the profile's sleeps) to the

@@ -320,6 +320,11 @@ const char *ps_node_error(struct ps_node *n)
 	return atomic_load(&n->failed) ? n->err : NULL;
 }
 
+bool ps_node_tagged(struct ps_node *n)
+{
+	return n->tagger != NULL;
+}
+
 int ps_node_push(struct ps_node *n, int layer, uint64_t iter, const float *grad)
 {
 	if (layer < 0 || layer >= n->L || (grad && !ps_keeps_data(n)))

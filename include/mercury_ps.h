@@ -1,0 +1,89 @@
+/*
+ * libmercury-ps: the worker side of Mercury's reference parameter server, for training
+ * frameworks (mercury.torch uses it through ctypes).
+ *
+ * Every training process is a node of the paper's co-located layout: it serves a share of
+ * the model's tensors (the server role runs in the library's threads) and is a worker that
+ * pushes its gradients and pulls the aggregates. A layer is what the framework updates as
+ * one unit (a module with parameters), in forward order; its gradient is one contiguous
+ * float array of layer_params[layer] values.
+ *
+ *   struct mercury_ps_options o = MERCURY_PS_OPTIONS_INIT;   (then rank, nodes, hosts, ...)
+ *   mercury_ps_open(&o, &ps, err, sizeof(err));
+ *   per iteration i: for each layer as its gradient is ready (backward order):
+ *           mercury_ps_push(ps, layer, i, grad);           queued, returns at once
+ *       then before layer's next forward pass:
+ *           mercury_ps_wait_pull(ps, layer, i, sum);       the sum over every worker
+ *   mercury_ps_close(ps, err, sizeof(err));                once every worker is done
+ *
+ * All I/O runs in the library's threads; push copies the gradient, so the caller may reuse
+ * its buffer when push returns. Calls return 0 or a negative errno; after a failure (a peer
+ * gone, a model that differs, no progress for timeout_s) mercury_ps_error() says why.
+ * In mercury mode each message is tagged through libmercury (mercuryd's service or its
+ * fast path); without mercuryd the run goes on untagged after one warning.
+ */
+#ifndef MERCURY_PS_API_H
+#define MERCURY_PS_API_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum mercury_ps_mode {
+	MERCURY_PS_FIFO = 0,	  /* whole tensors in ready order */
+	MERCURY_PS_PARTITION = 1, /* ByteScheduler-like partitions under a credit */
+	MERCURY_PS_MERCURY = 2,	  /* whole tensors, per-packet layer priority (tags) */
+};
+
+struct mercury_ps_options {
+	int rank, nodes;
+	const char *const *hosts;      /* nodes entries, "a.b.c.d:port": every node's server */
+	const uint64_t *layer_params;  /* nlayers entries, forward order */
+	int nlayers;
+	enum mercury_ps_mode mode;
+	int conns;		       /* mercury: connections per worker-server pair (16) */
+	int bands;		       /* mercury: bands of mercuryd's interfaces (8) */
+	uint64_t part, credit;	       /* partition: parameters per partition / in flight */
+	uint64_t bound;		       /* tensors above this many parameters are sliced over
+					* every server (1000000, MXNet's default) */
+	double timeout_s;	       /* no progress for this long: error (60) */
+	const char *timeline;	       /* per-layer push/pull events (TSV) at close, or NULL */
+};
+
+#define MERCURY_PS_OPTIONS_INIT                                                                   \
+	{.conns = 16,                                                                             \
+	 .bands = 8,                                                                              \
+	 .part = 1000000,                                                                         \
+	 .credit = 4000000,                                                                       \
+	 .bound = 1000000,                                                                        \
+	 .timeout_s = 60}
+
+struct mercury_ps;
+
+/* Listens on hosts[rank]'s port, connects to every node, returns once every node's server
+ * has all its workers (or after timeout_s with an error). */
+int mercury_ps_open(const struct mercury_ps_options *o, struct mercury_ps **out, char *err,
+		    size_t errlen);
+/* Layer's gradient of iteration iter (layer_params[layer] floats). Each layer once per
+ * iteration, iterations in order, and after the previous iteration's pull of that layer
+ * (-EALREADY otherwise). The first push of an iteration begins it. */
+int mercury_ps_push(struct mercury_ps *ps, int layer, uint64_t iter, const float *grad);
+/* Blocks until the sum over every worker of layer's gradients of iteration iter is here and
+ * copies it to out (layer_params[layer] floats). -EINVAL for a layer not pushed yet. */
+int mercury_ps_wait_pull(struct mercury_ps *ps, int layer, uint64_t iter, float *out);
+/* Why the session failed, or NULL while it has not. */
+const char *mercury_ps_error(struct mercury_ps *ps);
+/* Waits until every iteration pushed here has been pulled and every worker has closed too
+ * (this node serves them until then), then frees everything. 0, or negative errno with the
+ * reason in err. Also after a failure (to free). */
+int mercury_ps_close(struct mercury_ps *ps, char *err, size_t errlen);
+/* Tagged in mercury mode (mercuryd answered). */
+int mercury_ps_tagged(struct mercury_ps *ps);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

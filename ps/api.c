@@ -1,0 +1,103 @@
+/* libmercury-ps: the public worker API (include/mercury_ps.h) over one PS node. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "node.h"
+#include "mercury_ps.h"
+
+#define API __attribute__((visibility("default")))
+
+struct mercury_ps {
+	struct ps_node *node;
+	char err[256];
+};
+
+static int options_to_config(const struct mercury_ps_options *o, struct ps_config *c, char *err,
+			     size_t errlen)
+{
+	ps_config_defaults(c);
+	if (!o->hosts || !o->layer_params || o->nlayers < 1 || o->nodes < 1 ||
+	    o->nodes > PS_MAX_NODES || o->mode < MERCURY_PS_FIFO || o->mode > MERCURY_PS_MERCURY) {
+		snprintf(err, errlen,
+			 "bad options: need hosts, layer_params, nlayers >= 1, nodes 1..%d and "
+			 "mode fifo, partition or mercury",
+			 PS_MAX_NODES);
+		return -EINVAL;
+	}
+	for (int i = 0; i < o->nodes; i++) {
+		if (!o->hosts[i] || snprintf(c->hosts[i], sizeof(c->hosts[i]), "%s", o->hosts[i]) >=
+					(int)sizeof(c->hosts[i])) {
+			snprintf(err, errlen, "bad options: host %d missing or too long", i);
+			return -EINVAL;
+		}
+	}
+	c->mode = (enum ps_mode)o->mode;
+	c->rank = o->rank;
+	c->nodes = o->nodes;
+	c->conns = o->conns;
+	c->tag_levels = o->bands;
+	c->part = o->part;
+	c->credit = o->credit;
+	c->bound = o->bound;
+	c->timeout_s = o->timeout_s;
+	c->timeline = o->timeline;
+	c->user_data = true;
+	return 0;
+}
+
+API int mercury_ps_open(const struct mercury_ps_options *o, struct mercury_ps **out, char *err,
+			size_t errlen)
+{
+	struct ps_config c;
+	struct mercury_ps *ps;
+	int r;
+
+	*out = NULL;
+	r = options_to_config(o, &c, err, errlen);
+	if (r)
+		return r;
+	ps = calloc(1, sizeof(*ps));
+	if (!ps)
+		return -ENOMEM;
+	r = ps_node_start(&c, o->layer_params, o->nlayers, &ps->node, err, errlen);
+	if (r) {
+		free(ps);
+		return r;
+	}
+	*out = ps;
+	return 0;
+}
+
+API int mercury_ps_push(struct mercury_ps *ps, int layer, uint64_t iter, const float *grad)
+{
+	return grad ? ps_node_push(ps->node, layer, iter, grad) : -EINVAL;
+}
+
+API int mercury_ps_wait_pull(struct mercury_ps *ps, int layer, uint64_t iter, float *out)
+{
+	return out ? ps_node_wait_pull(ps->node, layer, iter, out) : -EINVAL;
+}
+
+API const char *mercury_ps_error(struct mercury_ps *ps)
+{
+	return ps_node_error(ps->node);
+}
+
+API int mercury_ps_tagged(struct mercury_ps *ps)
+{
+	return ps_node_tagged(ps->node);
+}
+
+API int mercury_ps_close(struct mercury_ps *ps, char *err, size_t errlen)
+{
+	int r = 0, rs;
+
+	if (!ps)
+		return 0;
+	if (!ps_node_error(ps->node))
+		r = ps_node_finish(ps->node, NULL);
+	rs = ps_node_stop(ps->node, NULL, err, errlen);
+	free(ps);
+	return rs ? rs : r;
+}

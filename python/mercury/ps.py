@@ -1,0 +1,115 @@
+"""Python binding of libmercury-ps (include/mercury_ps.h): the worker side of Mercury's
+reference parameter server. mercury.torch drives it; any framework can.
+
+    from mercury.ps import ParameterServer
+    ps = ParameterServer(rank, nodes, hosts, layer_params, mode="mercury")
+    ps.push(layer, iteration, address)        # address of layer_params[layer] float32s
+    ps.wait_pull(layer, iteration, address)   # blocks without the GIL; the sum lands there
+    ps.close()
+
+Buffers are passed by address (e.g. torch's tensor.data_ptr() of a contiguous float32 CPU
+tensor) so nothing is copied in Python; every call into the library releases the GIL.
+"""
+import ctypes
+import os
+
+MODES = {"fifo": 0, "partition": 1, "mercury": 2}
+
+__all__ = ["ParameterServer", "PSError", "MODES"]
+
+
+def _load():
+    here = os.path.dirname(os.path.abspath(__file__))
+    candidates = [
+        os.environ.get("MERCURY_PS_LIB", ""),
+        os.path.join(here, "..", "..", "build", "libmercury-ps.so"),
+        "libmercury-ps.so.1",
+    ]
+    errors = []
+    for path in candidates:
+        if not path:
+            continue
+        try:
+            return ctypes.CDLL(path, use_errno=True)
+        except OSError as e:
+            errors.append(str(e))
+    raise ImportError("libmercury-ps.so not found (build it with make, or set MERCURY_PS_LIB): "
+                      + "; ".join(errors))
+
+
+_lib = _load()
+
+
+class _Options(ctypes.Structure):
+    _fields_ = [("rank", ctypes.c_int), ("nodes", ctypes.c_int),
+                ("hosts", ctypes.POINTER(ctypes.c_char_p)),
+                ("layer_params", ctypes.POINTER(ctypes.c_uint64)), ("nlayers", ctypes.c_int),
+                ("mode", ctypes.c_int), ("conns", ctypes.c_int), ("bands", ctypes.c_int),
+                ("part", ctypes.c_uint64), ("credit", ctypes.c_uint64),
+                ("bound", ctypes.c_uint64), ("timeout_s", ctypes.c_double),
+                ("timeline", ctypes.c_char_p)]
+
+
+_lib.mercury_ps_open.argtypes = [ctypes.POINTER(_Options), ctypes.POINTER(ctypes.c_void_p),
+                                 ctypes.c_char_p, ctypes.c_size_t]
+_lib.mercury_ps_push.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint64, ctypes.c_void_p]
+_lib.mercury_ps_wait_pull.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint64,
+                                      ctypes.c_void_p]
+_lib.mercury_ps_error.argtypes = [ctypes.c_void_p]
+_lib.mercury_ps_error.restype = ctypes.c_char_p
+_lib.mercury_ps_tagged.argtypes = [ctypes.c_void_p]
+_lib.mercury_ps_close.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t]
+
+
+class PSError(OSError):
+    """A failed parameter-server call, with the library's reason."""
+
+
+class ParameterServer:
+    """This process's node: a share of the model's tensors served here, and a worker."""
+
+    def __init__(self, rank, nodes, hosts, layer_params, mode="mercury", conns=16, bands=8,
+                 part=1000000, credit=4000000, bound=1000000, timeout=60.0, timeline=None):
+        if mode not in MODES:
+            raise ValueError("mode must be one of %s" % ", ".join(MODES))
+        if len(hosts) != nodes:
+            raise ValueError("%d hosts for %d nodes" % (len(hosts), nodes))
+        self.layer_params = list(layer_params)
+        self._hosts = (ctypes.c_char_p * nodes)(*[h.encode() for h in hosts])
+        self._params = (ctypes.c_uint64 * len(self.layer_params))(*self.layer_params)
+        opts = _Options(rank, nodes, self._hosts, self._params, len(self.layer_params),
+                        MODES[mode], conns, bands, part, credit, bound, float(timeout),
+                        timeline.encode() if timeline else None)
+        self._ps = ctypes.c_void_p()
+        err = ctypes.create_string_buffer(512)
+        rc = _lib.mercury_ps_open(ctypes.byref(opts), ctypes.byref(self._ps), err, len(err))
+        if rc < 0:
+            raise PSError(-rc, "mercury-ps open: %s" % (err.value.decode() or os.strerror(-rc)))
+
+    def _check(self, rc, what):
+        if rc < 0:
+            why = _lib.mercury_ps_error(self._ps) if self._ps else None
+            raise PSError(-rc, "mercury-ps %s: %s" % (what, why.decode() if why else os.strerror(-rc)))
+
+    def push(self, layer, iteration, address):
+        """Queues layer's gradient (copied before this returns)."""
+        self._check(_lib.mercury_ps_push(self._ps, layer, iteration, address), "push")
+
+    def wait_pull(self, layer, iteration, address):
+        """Blocks until layer's sum over every worker for iteration is at address."""
+        self._check(_lib.mercury_ps_wait_pull(self._ps, layer, iteration, address), "pull")
+
+    @property
+    def tagged(self):
+        """True when mercury mode's tags reach mercuryd."""
+        return bool(self._ps) and bool(_lib.mercury_ps_tagged(self._ps))
+
+    def close(self):
+        """Waits for every worker to finish (this node serves them), then frees."""
+        if not self._ps:
+            return
+        err = ctypes.create_string_buffer(512)
+        ps, self._ps = self._ps, ctypes.c_void_p()
+        rc = _lib.mercury_ps_close(ps, err, len(err))
+        if rc < 0:
+            raise PSError(-rc, "mercury-ps close: %s" % (err.value.decode() or os.strerror(-rc)))

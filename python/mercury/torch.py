@@ -1,0 +1,363 @@
+"""Mercury for PyTorch: data-parallel training through Mercury's parameter server.
+
+    import mercury.torch as mt
+    mt.init()                    # RANK, WORLD_SIZE, MASTER_ADDR/PORT from torch.distributed.run
+    opt = mt.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9),
+                                  model)
+    mt.broadcast_parameters(model.state_dict(), root_rank=0)
+    for x, y in data:
+        opt.zero_grad()
+        loss_fn(model(x), y).backward()   # each layer's gradient is pushed as autograd makes it
+        opt.step()                        # returns at once; updates land per layer (below)
+
+A layer is a module with parameters of its own, in the order the first forward pass runs
+them. Each layer's gradient is pushed the moment autograd has produced all of it; the
+update of that layer is applied right before the layer's next forward pass, as soon as its
+aggregate (the mean over workers) has arrived, so the next iteration's forward pass starts
+while later layers are still on the wire (BytePS calls this crossing the global barrier).
+Updates still pending are applied before anything reads the parameters outside a forward
+pass: opt.synchronize() (also called by opt.state_dict(), model.state_dict(), model.eval()
+and at exit). Gradients seen between backward() and step() are this worker's own, not the
+mean: clip or inspect them only after synchronize().
+
+Each process serves a share of the tensors itself (libmercury-ps runs the server role in its
+own threads); addresses are exchanged through torch.distributed's store. Without mercuryd
+the run goes on untagged after one warning.
+"""
+import atexit
+import os
+import socket
+import time
+import warnings
+
+import torch
+import torch.distributed as dist
+
+from .ps import ParameterServer
+
+__all__ = ["init", "shutdown", "rank", "size", "local_rank", "DistributedOptimizer",
+           "broadcast_parameters", "profile_model"]
+
+_state = {"rank": None, "size": None, "local_rank": 0, "hosts": None, "opts": []}
+
+
+def _env_int(name, default=None):
+    v = os.environ.get(name)
+    if v is None:
+        if default is None:
+            raise RuntimeError("mercury.torch: %s is not set: launch with "
+                               "`python3 -m torch.distributed.run` or set it" % name)
+        return default
+    return int(v)
+
+
+def _own_address(master_addr, master_port):
+    """The address peers reach this process at: the one it reaches the master from."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        s.connect((master_addr, master_port))
+        return s.getsockname()[0]
+    finally:
+        s.close()
+
+
+def init(port=None, address=None):
+    """Joins the job: rank and size from the launcher's environment, the process group
+    (gloo, over the launcher's store: used for the address exchange and broadcasts), and this
+    process's PS address (MERCURY_PS_ADDR or the address that reaches MASTER_ADDR; port
+    MERCURY_PS_PORT (29650) + LOCAL_RANK)."""
+    r, n = _env_int("RANK"), _env_int("WORLD_SIZE")
+    lr = _env_int("LOCAL_RANK", 0)
+    if not dist.is_initialized():
+        dist.init_process_group("gloo")
+    master = os.environ.get("MASTER_ADDR", "127.0.0.1")
+    addr = address or os.environ.get("MERCURY_PS_ADDR") or \
+        _own_address(master, int(os.environ.get("MASTER_PORT", "29500")))
+    p = port or int(os.environ.get("MERCURY_PS_PORT", "29650")) + lr
+    store = dist.distributed_c10d._get_default_store()
+    store.set("mercury_ps/%d" % r, "%s:%d" % (addr, p))
+    hosts = [store.get("mercury_ps/%d" % i).decode() for i in range(n)]
+    _state.update(rank=r, size=n, local_rank=lr, hosts=hosts)
+    atexit.register(shutdown)
+
+
+def rank():
+    return _state["rank"]
+
+
+def size():
+    return _state["size"]
+
+
+def local_rank():
+    return _state["local_rank"]
+
+
+def shutdown():
+    """Applies every pending update and closes every optimizer's PS session (waits for the
+    other workers: this process serves them until they are done)."""
+    while _state["opts"]:
+        _state["opts"].pop().close()
+
+
+def broadcast_parameters(params, root_rank=0):
+    """Every rank gets root_rank's values: a state_dict() or an iterable of (name, tensor)."""
+    items = params.items() if hasattr(params, "items") else params
+    for _, t in sorted(items, key=lambda kv: kv[0]):
+        if torch.is_tensor(t):
+            dist.broadcast(t.data if t.requires_grad else t, src=root_rank)
+
+
+def _own_params(module):
+    return [p for p in module.parameters(recurse=False) if p.requires_grad]
+
+
+class DistributedOptimizer:
+    """Wraps any torch.optim optimizer of model's parameters; see the module's doc."""
+
+    def __init__(self, optimizer, model, mode=None, timeout=60.0, **ps_options):
+        if _state["size"] is None:
+            raise RuntimeError("mercury.torch: call mt.init() first")
+        self._opt = optimizer
+        self._model = model
+        self._mode = mode or os.environ.get("MERCURY_PS_MODE", "mercury")
+        self._timeout = timeout
+        self._ps_options = ps_options
+        self._ps = None
+        self._iter = 0                # the iteration whose backward comes next
+        self._order = []              # modules in first-forward order: the layers
+        self._layer_of = {}           # module -> layer index
+        self._pending = {}            # layer -> iteration whose aggregate is owed
+        self._got = {}                # layer -> parameters with a gradient this iteration
+        self._pushed = set()          # layers pushed this iteration
+        self._warned_unused = False
+        seen = set()
+        self._owned = {}              # module -> its parameters (each parameter once)
+        for m in model.modules():
+            ps = [p for p in _own_params(m) if id(p) not in seen]
+            seen.update(id(p) for p in ps)
+            if ps:
+                self._owned[m] = ps
+                m.register_forward_pre_hook(self._before_forward)
+        opt_ids = {id(p) for g in optimizer.param_groups for p in g["params"]}
+        if opt_ids != seen:
+            raise ValueError("mercury.torch: the optimizer must own exactly the model's "
+                             "trainable parameters")
+        # AccumulateGrad nodes fire once a parameter's .grad is complete; without a
+        # reference to them their hooks are dropped.
+        self._accumulators = []
+        for m, ps in self._owned.items():
+            for p in ps:
+                acc = p.expand_as(p).grad_fn.next_functions[0][0]
+                acc.register_hook(self._grad_hook(m, p))
+                self._accumulators.append(acc)
+        self._wrap_model()
+        _state["opts"].append(self)
+
+    # ---- what the user calls ----
+
+    @property
+    def param_groups(self):
+        return self._opt.param_groups
+
+    @property
+    def state(self):
+        return self._opt.state
+
+    def zero_grad(self, set_to_none=False):
+        self._opt.zero_grad(set_to_none)
+
+    def step(self, closure=None):
+        """Ends this iteration's backward pass; updates are applied per layer later."""
+        if closure is not None:
+            raise ValueError("mercury.torch: step(closure) is not supported")
+        if not self._order:
+            return None
+        if self._ps is None:
+            self._open()
+        for layer in range(len(self._order)):
+            if layer not in self._pushed:
+                self._push_layer(layer, missing_ok=True)
+        self._pushed.clear()
+        self._got.clear()
+        self._iter += 1
+        return None
+
+    def synchronize(self):
+        """Applies every pending update (waits for those aggregates)."""
+        for layer in sorted(self._pending):
+            self._apply(layer)
+
+    def state_dict(self):
+        self.synchronize()
+        return self._opt.state_dict()
+
+    def load_state_dict(self, sd):
+        self.synchronize()
+        self._opt.load_state_dict(sd)
+
+    @property
+    def tagged(self):
+        return self._ps is not None and self._ps.tagged
+
+    def close(self):
+        if self._ps is None:
+            return
+        try:
+            self.synchronize()
+        finally:
+            ps, self._ps = self._ps, None
+            ps.close()
+            if self in _state["opts"]:
+                _state["opts"].remove(self)
+
+    # ---- hooks ----
+
+    def _wrap_model(self):
+        model, opt = self._model, self
+        state_dict, train = model.state_dict, model.train
+
+        def synced_state_dict(*a, **k):
+            opt.synchronize()
+            return state_dict(*a, **k)
+
+        def synced_train(mode=True):
+            if not mode:
+                opt.synchronize()
+            return train(mode)
+
+        model.state_dict = synced_state_dict
+        model.train = synced_train
+
+    def _before_forward(self, module, inputs):
+        layer = self._layer_of.get(module)
+        if layer is None:
+            if self._ps is not None:
+                return None  # a module the first forward pass did not run: not a layer
+            layer = self._layer_of[module] = len(self._order)
+            self._order.append(module)
+        if layer in self._pending:
+            self._apply(layer)
+        return None
+
+    def _grad_hook(self, module, param):
+        def hook(*_):
+            layer = self._layer_of.get(module)
+            if layer is None:
+                return
+            if self._ps is None:
+                self._open()
+            got = self._got.setdefault(layer, set())
+            got.add(id(param))
+            if len(got) == len(self._owned[module]):
+                self._push_layer(layer)
+        return hook
+
+    # ---- the parameter server ----
+
+    def _open(self):
+        sizes = [sum(p.numel() for p in self._owned[m]) for m in self._order]
+        self._ps = ParameterServer(rank(), size(), _state["hosts"], sizes, mode=self._mode,
+                                   timeout=self._timeout, **self._ps_options)
+        if self._mode == "mercury" and not self._ps.tagged:
+            warnings.warn("mercury.torch: mercuryd did not answer: training runs without "
+                          "packet priority (start `mercuryd serve`, set MERCURY_SOCKET)")
+        self._bufs = [torch.empty(n, dtype=torch.float32) for n in sizes]
+
+    def _push_layer(self, layer, missing_ok=False):
+        params = self._owned[self._order[layer]]
+        if missing_ok and not self._warned_unused:
+            self._warned_unused = True
+            warnings.warn("mercury.torch: a layer got no gradient this iteration: zeros are "
+                          "pushed for it")
+        grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in params]
+        flat = torch.cat([g.detach().reshape(-1).float() for g in grads])
+        self._ps.push(layer, self._iter, flat.data_ptr())
+        self._pushed.add(layer)
+        self._pending[layer] = self._iter
+
+    def _apply(self, layer):
+        it = self._pending.pop(layer)
+        buf = self._bufs[layer]
+        self._ps.wait_pull(layer, it, buf.data_ptr())
+        buf.div_(size())
+        params = self._owned[self._order[layer]]
+        ids = {id(p) for p in params}
+        off = 0
+        for p in params:
+            n = p.numel()
+            p.grad = buf[off:off + n].view_as(p).to(p.dtype).clone()
+            off += n
+        groups = self._opt.param_groups
+        sub = []
+        for g in groups:
+            own = [p for p in g["params"] if id(p) in ids]
+            if own:
+                d = dict(g)
+                d["params"] = own
+                sub.append(d)
+        self._opt.param_groups = sub
+        try:
+            with torch.no_grad():
+                self._opt.step()
+        finally:
+            self._opt.param_groups = groups
+        for p in params:  # the next backward starts from nothing
+            p.grad = None
+
+
+def profile_model(model, inputs, loss_fn, path, name="model", steps=5):
+    """Writes a mercury-ps profile (models/*.prof) of model: per layer (module with
+    parameters, forward order) its parameter count and median forward and backward time on
+    this machine, so that `mercury-ps ideal` gives the bound of a real run."""
+    layers, fwd, bwd = [], {}, {}
+    t_pre = {}
+    handles = []
+
+    def pre(m, _):
+        if m not in fwd:
+            layers.append(m)
+            fwd[m], bwd[m] = [], []
+        t_pre[m] = time.perf_counter()
+
+    def post(m, _i, out):
+        fwd[m].append(time.perf_counter() - t_pre[m])
+        if torch.is_tensor(out) and out.requires_grad:
+            t_out = {}
+            out.register_hook(lambda g, m=m: t_out.__setitem__("t", time.perf_counter()))
+            marks.append((m, t_out))
+
+    for m in model.modules():
+        if _own_params(m):
+            handles.append(m.register_forward_pre_hook(pre))
+            handles.append(m.register_forward_hook(post))
+    for _ in range(steps):
+        marks = []
+        for m in fwd:
+            fwd[m].clear() if len(fwd[m]) > steps else None
+        model.zero_grad()
+        loss = loss_fn(model(inputs))
+        t_end = time.perf_counter()
+        loss.backward()
+        t_done = time.perf_counter()
+        # A layer's backward: from its output's gradient to the next earlier layer's.
+        stamps = sorted([(d["t"], m) for m, d in marks if "t" in d])
+        for i, (t, m) in enumerate(stamps):
+            nxt = stamps[i + 1][0] if i + 1 < len(stamps) else t_done
+            bwd[m].append(nxt - t)
+        del t_end
+    for h in handles:
+        h.remove()
+
+    def med(v):
+        v = sorted(v)
+        return v[len(v) // 2] if v else 0.0
+
+    with open(path, "w") as f:
+        f.write("# measured by mercury.torch.profile_model: median of %d steps\n" % steps)
+        f.write("model %s\n" % name)
+        for i, m in enumerate(layers):
+            n = sum(p.numel() for p in _own_params(m))
+            f.write("layer %s%d %d %.6f %.6f\n" % (type(m).__name__.lower(), i, n,
+                                                  med(fwd[m]), med(bwd[m])))
+    return path

@@ -1,0 +1,99 @@
+"""Trains a small CNN on a learnable synthetic task, either as one worker of a
+mercury.torch job (under torch.distributed.run) or alone on the concatenated batches (the
+reference), and saves the final parameters and the loss curve.
+
+    python3 -m torch.distributed.run --nproc_per_node 2 ... train_check.py --out DIR --mode M
+    python3 train_check.py --reference --world 2 --out DIR
+"""
+import argparse
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+
+import torch  # noqa: E402
+import torch.nn as nn  # noqa: E402
+
+
+def make_model():
+    torch.manual_seed(1234)
+    return nn.Sequential(
+        nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(8, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Flatten(), nn.Linear(16 * 8 * 8, 64), nn.ReLU(), nn.Linear(64, 4))
+
+
+def batch(step, world, per_worker):
+    """The global batch of a step: 4 classes, each a fixed random pattern plus noise."""
+    g = torch.Generator().manual_seed(99)
+    protos = torch.randn(4, 3, 32, 32, generator=g)
+    g.manual_seed(1000 + step)
+    n = world * per_worker
+    y = torch.randint(0, 4, (n,), generator=g)
+    x = protos[y] + 0.8 * torch.randn(n, 3, 32, 32, generator=g)
+    return x, y
+
+
+def make_opt(name, params):
+    if name == "adam":
+        return torch.optim.Adam(params, lr=1e-3)
+    return torch.optim.SGD(params, lr=0.05, momentum=0.9)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--mode", default="mercury")
+    ap.add_argument("--opt", default="sgd")
+    ap.add_argument("--steps", type=int, default=12)
+    ap.add_argument("--per-worker", type=int, default=16)
+    ap.add_argument("--checkpoint-at", type=int, default=6)
+    ap.add_argument("--part", type=int, default=1000000)
+    ap.add_argument("--credit", type=int, default=4000000)
+    ap.add_argument("--reference", action="store_true")
+    ap.add_argument("--world", type=int, default=2)
+    a = ap.parse_args()
+    torch.set_num_threads(1)
+    model = make_model()
+    loss_fn = nn.CrossEntropyLoss()
+    losses = []
+    if a.reference:
+        opt = make_opt(a.opt, model.parameters())
+        for step in range(a.steps):
+            x, y = batch(step, a.world, a.per_worker)
+            opt.zero_grad()
+            loss = loss_fn(model(x), y)
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+            if step + 1 == a.checkpoint_at:
+                torch.save(model.state_dict(), os.path.join(a.out, "reference_ckpt.pt"))
+        torch.save(model.state_dict(), os.path.join(a.out, "reference.pt"))
+        json.dump(losses, open(os.path.join(a.out, "reference_loss.json"), "w"))
+        return
+    import mercury.torch as mt
+    mt.init()
+    opt = mt.DistributedOptimizer(make_opt(a.opt, model.parameters()), model, mode=a.mode,
+                                 part=a.part, credit=a.credit)
+    mt.broadcast_parameters(model.state_dict(), root_rank=0)
+    r = mt.rank()
+    for step in range(a.steps):
+        x, y = batch(step, mt.size(), a.per_worker)
+        x, y = x[r * a.per_worker:(r + 1) * a.per_worker], y[r * a.per_worker:(r + 1) * a.per_worker]
+        opt.zero_grad()
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+        if step + 1 == a.checkpoint_at and r == 0:  # mid-run: pending updates applied first
+            torch.save(model.state_dict(), os.path.join(a.out, "worker_ckpt.pt"))
+    sd = model.state_dict()
+    torch.save(sd, os.path.join(a.out, "worker%d.pt" % r))
+    json.dump({"loss": losses, "tagged": opt.tagged},
+              open(os.path.join(a.out, "worker%d.json" % r), "w"))
+    mt.shutdown()
+
+
+if __name__ == "__main__":
+    main()
