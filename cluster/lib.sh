@@ -209,3 +209,31 @@ run_ps() {
 	rm -rf "$tmp"
 	return $rc
 }
+
+# run_torch DIR SCRIPT [args...]: one training process per node, launched by PyTorch's own
+# launcher (torch.distributed.run, static rendezvous at node 0) inside the node's namespace,
+# with node i's mercuryd socket. Logs in DIR/node<i>.log (launcher) and DIR/logs<i>/ (the
+# trainer's stdout/stderr). Returns non-zero when any node's launcher does.
+CL_PY=${CL_PY:-/usr/bin/python3}
+run_torch() {
+	local dir=$1 script=$2 i rc=0 pids=()
+	shift 2
+	mkdir -p "$dir"
+	for ((i = 0; i < CL_NODES; i++)); do
+		# Debian's torch 1.13 on Python 3.11 cannot parse the default --redirects; one
+		# thread per trainer: two of them share this machine's two cores.
+		nsenter --net=/var/run/netns/"$(cl_ns "$i")" env MERCURY_SOCKET="$CL_RUN/n$i.sock" \
+			OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 GLOO_SOCKET_IFNAME=e0 ${CL_TORCH_ENV:-} \
+			timeout "${CL_TORCH_TIMEOUT:-300}" "$CL_PY" -m torch.distributed.run \
+			--nnodes "$CL_NODES" --node_rank "$i" --nproc_per_node 1 \
+			--master_addr "$(cl_ip 0)" --master_port 29500 \
+			--redirects 1 --tee 1 --log_dir "$dir/logs$i" \
+			"$script" "$@" >"$dir/node$i.log" 2>&1 &
+		pids+=($!)
+	done
+	local saved=("${CL_PIDS[@]}")
+	CL_PIDS+=("${pids[@]}")
+	for i in "${!pids[@]}"; do wait "${pids[$i]}" || rc=1; done
+	CL_PIDS=("${saved[@]}")
+	return $rc
+}

@@ -259,9 +259,7 @@ class DistributedOptimizer:
         sizes = [sum(p.numel() for p in self._owned[m]) for m in self._order]
         self._ps = ParameterServer(rank(), size(), _state["hosts"], sizes, mode=self._mode,
                                    timeout=self._timeout, **self._ps_options)
-        if self._mode == "mercury" and not self._ps.tagged:
-            warnings.warn("mercury.torch: mercuryd did not answer: training runs without "
-                          "packet priority (start `mercuryd serve`, set MERCURY_SOCKET)")
+        # Without mercuryd, libmercury-ps has said so once on stderr; training goes on.
         self._bufs = [torch.empty(n, dtype=torch.float32) for n in sizes]
 
     def _push_layer(self, layer, missing_ok=False):
@@ -307,57 +305,54 @@ class DistributedOptimizer:
 
 
 def profile_model(model, inputs, loss_fn, path, name="model", steps=5):
-    """Writes a mercury-ps profile (models/*.prof) of model: per layer (module with
-    parameters, forward order) its parameter count and median forward and backward time on
-    this machine, so that `mercury-ps ideal` gives the bound of a real run."""
-    layers, fwd, bwd = [], {}, {}
-    t_pre = {}
+    """Writes a mercury-ps profile (models/*.prof) of model as this machine runs it: per
+    layer (module with parameters, forward order) its parameter count and median forward
+    and backward time, so that `mercury-ps ideal` gives the bound of a real run. A layer's
+    forward time runs from its start to the next layer's start (the parameterless modules
+    between them included); its backward time from the previous gradient ready to its own."""
+    order, t_fwd, t_grad = [], {}, {}
     handles = []
 
     def pre(m, _):
-        if m not in fwd:
-            layers.append(m)
-            fwd[m], bwd[m] = [], []
-        t_pre[m] = time.perf_counter()
+        if m not in t_fwd:
+            order.append(m)
+        t_fwd[m] = time.perf_counter()
 
-    def post(m, _i, out):
-        fwd[m].append(time.perf_counter() - t_pre[m])
-        if torch.is_tensor(out) and out.requires_grad:
-            t_out = {}
-            out.register_hook(lambda g, m=m: t_out.__setitem__("t", time.perf_counter()))
-            marks.append((m, t_out))
+    def grad_done(m):
+        def hook(g):
+            t_grad[m] = time.perf_counter()
+        return hook
 
-    for m in model.modules():
-        if _own_params(m):
-            handles.append(m.register_forward_pre_hook(pre))
-            handles.append(m.register_forward_hook(post))
-    for _ in range(steps):
-        marks = []
-        for m in fwd:
-            fwd[m].clear() if len(fwd[m]) > steps else None
+    owned = {m: _own_params(m) for m in model.modules() if _own_params(m)}
+    for m, ps in owned.items():
+        handles.append(m.register_forward_pre_hook(pre))
+        for p in ps:
+            handles.append(p.register_hook(grad_done(m)))
+    fwd = {m: [] for m in owned}
+    bwd = {m: [] for m in owned}
+    for _ in range(steps + 1):  # the first is a warm-up
         model.zero_grad()
         loss = loss_fn(model(inputs))
-        t_end = time.perf_counter()
+        t_loss = time.perf_counter()
         loss.backward()
-        t_done = time.perf_counter()
-        # A layer's backward: from its output's gradient to the next earlier layer's.
-        stamps = sorted([(d["t"], m) for m, d in marks if "t" in d])
-        for i, (t, m) in enumerate(stamps):
-            nxt = stamps[i + 1][0] if i + 1 < len(stamps) else t_done
-            bwd[m].append(nxt - t)
-        del t_end
+        for i, m in enumerate(order):
+            nxt = t_fwd[order[i + 1]] if i + 1 < len(order) else t_loss
+            fwd[m].append(nxt - t_fwd[m])
+            prev = t_grad[order[i + 1]] if i + 1 < len(order) else t_loss
+            bwd[m].append(max(0.0, t_grad[m] - prev))
     for h in handles:
         h.remove()
 
     def med(v):
-        v = sorted(v)
-        return v[len(v) // 2] if v else 0.0
+        v = sorted(v[1:])
+        return v[len(v) // 2]
 
     with open(path, "w") as f:
-        f.write("# measured by mercury.torch.profile_model: median of %d steps\n" % steps)
+        f.write("# measured by mercury.torch.profile_model: median of %d steps, %d thread(s)\n"
+                % (steps, torch.get_num_threads()))
         f.write("model %s\n" % name)
-        for i, m in enumerate(layers):
-            n = sum(p.numel() for p in _own_params(m))
+        for i, m in enumerate(order):
+            n = sum(p.numel() for p in owned[m])
             f.write("layer %s%d %d %.6f %.6f\n" % (type(m).__name__.lower(), i, n,
-                                                  med(fwd[m]), med(bwd[m])))
+                                                   med(fwd[m]), med(bwd[m])))
     return path

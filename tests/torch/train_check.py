@@ -16,12 +16,12 @@ import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
 
 
-def make_model():
+def make_model(hidden=64):
     torch.manual_seed(1234)
     return nn.Sequential(
         nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
         nn.Conv2d(8, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Flatten(), nn.Linear(16 * 8 * 8, 64), nn.ReLU(), nn.Linear(64, 4))
+        nn.Flatten(), nn.Linear(16 * 8 * 8, hidden), nn.ReLU(), nn.Linear(hidden, 4))
 
 
 def batch(step, world, per_worker):
@@ -52,10 +52,17 @@ def main():
     ap.add_argument("--part", type=int, default=1000000)
     ap.add_argument("--credit", type=int, default=4000000)
     ap.add_argument("--reference", action="store_true")
+    ap.add_argument("--hidden-on", default="", help="RANK:N: that rank builds another model")
+    ap.add_argument("--no-broadcast", action="store_true")
+    ap.add_argument("--timeout", type=float, default=60)
     ap.add_argument("--world", type=int, default=2)
     a = ap.parse_args()
     torch.set_num_threads(1)
-    model = make_model()
+    rank_env = int(os.environ.get("RANK", "0"))
+    hidden = 64
+    if a.hidden_on and int(a.hidden_on.split(":")[0]) == rank_env:
+        hidden = int(a.hidden_on.split(":")[1])
+    model = make_model(hidden)
     loss_fn = nn.CrossEntropyLoss()
     losses = []
     if a.reference:
@@ -75,9 +82,12 @@ def main():
     import mercury.torch as mt
     mt.init()
     opt = mt.DistributedOptimizer(make_opt(a.opt, model.parameters()), model, mode=a.mode,
-                                 part=a.part, credit=a.credit)
-    mt.broadcast_parameters(model.state_dict(), root_rank=0)
+                                 part=a.part, credit=a.credit, timeout=a.timeout)
+    if not a.no_broadcast:
+        mt.broadcast_parameters(model.state_dict(), root_rank=0)
     r = mt.rank()
+    with open(os.path.join(a.out, "pid%d" % r), "w") as f:
+        f.write("%d\n" % os.getpid())
     for step in range(a.steps):
         x, y = batch(step, mt.size(), a.per_worker)
         x, y = x[r * a.per_worker:(r + 1) * a.per_worker], y[r * a.per_worker:(r + 1) * a.per_worker]
@@ -86,6 +96,8 @@ def main():
         loss.backward()
         opt.step()
         losses.append(loss.item())
+        with open(os.path.join(a.out, "progress%d" % r), "w") as f:
+            f.write("%d\n" % (step + 1))
         if step + 1 == a.checkpoint_at and r == 0:  # mid-run: pending updates applied first
             torch.save(model.state_dict(), os.path.join(a.out, "worker_ckpt.pt"))
     sd = model.state_dict()

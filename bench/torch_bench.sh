@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Real training, 2 nodes of the emulated cluster (namespaces, each node's egress shaped by
+# mercuryd's htb tree to RATE), one 1-thread trainer per node launched by torch.distributed.run:
+# a torchvision model on synthetic data through mercury.torch (fifo, partition, mercury) and
+# through PyTorch's DistributedDataParallel over gloo, against the ideal bound of the model's
+# measured profile. Per rate: a tuning pass (one run per cell) picks partition's best
+# (part, credit) and DDP's best bucket_cap_mb, then REPEAT rounds run every mode in turn.
+# Prints one JSON line per run and a table of medians.
+#   MODEL=resnet18 BATCH=8 IMAGE=224 RATES="100 200 400 800" REPEAT=3 ITERS=8 WARMUP=2
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+[ "$(id -u)" -eq 0 ] || { echo "bench-torch: needs root (namespaces)" >&2; exit 1; }
+/usr/bin/python3 -c 'import torch, torchvision' || { echo "bench-torch: run make deps" >&2; exit 1; }
+CL_PFX=mtb$$
+. "$here/../cluster/lib.sh"
+MODEL=${MODEL:-resnet18} BATCH=${BATCH:-8} IMAGE=${IMAGE:-224}
+RATES=${RATES:-100 200 400 800} REPEAT=${REPEAT:-3} ITERS=${ITERS:-8} WARMUP=${WARMUP:-2}
+PART_GRID=${PART_GRID:-250000:1000000 4000000:16000000}
+DDP_GRID=${DDP_GRID:-5 100}
+OUT=${OUT:-$CL_ROOT/build/bench-torch-$MODEL.jsonl}
+work=$(mktemp -d)
+trap 'rm -rf "$work"; cluster_down' EXIT
+trainer=$here/torch_train.py
+: >"$OUT"
+
+prof=$work/$MODEL.prof
+OPENBLAS_NUM_THREADS=1 /usr/bin/python3 "$trainer" --model "$MODEL" --batch "$BATCH" \
+	--image "$IMAGE" --profile "$prof" || exit 1
+compute=$(awk '/^layer/ { t += $4 + $5 } END { printf "%.3f", t }' "$prof")
+params=$(awk '/^layer/ { p += $3 } END { print p }' "$prof")
+echo "bench-torch: $MODEL ${IMAGE}x$IMAGE batch $BATCH: $params parameters ($((params * 4 / 1000000)) MB of gradients), compute $compute s a step on one thread here"
+
+# one RATE LABEL MODE [trainer args...]: one run, one JSON line (the slower rank's time).
+one() {
+	local rate=$1 label=$2 mode=$3 d=$work/run
+	shift 3
+	rm -rf "$d"
+	mkdir -p "$d"
+	if ! run_torch "$d" "$trainer" --model "$MODEL" --batch "$BATCH" --image "$IMAGE" \
+		--mode "$mode" --iters "$ITERS" --warmup "$WARMUP" --out "$d" "$@"; then
+		echo "bench-torch: $label at $rate Mbit/s failed:" >&2
+		tail -n 5 "$d"/node*.log >&2
+		return 1
+	fi
+	jq -sc --arg lbl "$label" --argjson rate "$rate" \
+		'(max_by(.iter_s)) + {"label": $lbl, "rate_mbit": $rate, "compute_s": '"$compute"'}' \
+		"$d"/rank*.json | tee -a "$OUT"
+}
+
+best_of() { # FILE: label of the fastest line
+	jq -rs 'min_by(.iter_s) | .label' "$1"
+}
+
+for rate in $RATES; do
+	cluster_up 2 "$rate" mercuryd || exit 1
+	serve_start || exit 1
+	ideal=$("$CL_ROOT/build/mercury-ps" ideal --profile "$prof" --nodes 2 --rate "${rate}mbit" | jq .iter_s)
+	echo "{\"label\":\"ideal\",\"rate_mbit\":$rate,\"iter_s\":$ideal,\"mode\":\"ideal\"}" | tee -a "$OUT"
+	: >"$work/tune_p" && : >"$work/tune_d"
+	for cell in $PART_GRID; do
+		one "$rate" "partition-${cell%%:*}-${cell##*:}" partition --part "${cell%%:*}" \
+			--credit "${cell##*:}" >>"$work/tune_p"
+	done
+	for b in $DDP_GRID; do one "$rate" "ddp-$b" ddp --bucket-mb "$b" >>"$work/tune_d"; done
+	bp=$(best_of "$work/tune_p") bd=$(best_of "$work/tune_d")
+	for ((rep = 0; rep < REPEAT; rep++)); do
+		one "$rate" fifo fifo
+		one "$rate" partition partition
+		p=${bp#partition-}
+		one "$rate" "$bp" partition --part "${p%%-*}" --credit "${p##*-}"
+		one "$rate" mercury mercury
+		one "$rate" ddp-25 ddp --bucket-mb 25
+		one "$rate" "$bd" ddp --bucket-mb "${bd#ddp-}"
+	done
+	cluster_down
+	trap 'rm -rf "$work"; cluster_down' EXIT
+done
+/usr/bin/python3 "$here/torch_report.py" "$OUT"

@@ -1,0 +1,52 @@
+"""torch_report.py RESULTS.jsonl: medians (and ranges) per rate and configuration of
+bench/torch_bench.sh, as a markdown table; mercury's share of the ideal gain over fifo and
+its speedup over the best DDP."""
+import json
+import statistics
+import sys
+
+runs = [json.loads(line) for line in open(sys.argv[1]) if line.strip()]
+rates = sorted({r["rate_mbit"] for r in runs})
+
+
+def cell(rate, pred):
+    v = sorted(r["iter_s"] for r in runs if r["rate_mbit"] == rate and pred(r))
+    return (statistics.median(v), v[0], v[-1], len(v)) if v else None
+
+
+def fmt(c):
+    if not c:
+        return "-"
+    med, lo, hi, n = c
+    return "%.2f" % med if n == 1 else "%.2f (%.2f-%.2f)" % (med, lo, hi)
+
+
+print("| Mbit/s | compute s | ideal | fifo | partition default | partition best | mercury "
+      "| DDP 25 MB | DDP best | mercury share of ideal gain | mercury vs best DDP |")
+print("|---|---|---|---|---|---|---|---|---|---|---|")
+for rate in rates:
+    ideal = cell(rate, lambda r: r["label"] == "ideal")
+    fifo = cell(rate, lambda r: r["label"] == "fifo")
+    pdef = cell(rate, lambda r: r["label"] == "partition")
+    pbest_label = next((r["label"] for r in runs if r["rate_mbit"] == rate and
+                        r["label"].startswith("partition-")), None)
+    # the tuning pass ran every grid cell once; the repeated runs are of the best one
+    pbest = cell(rate, lambda r: r["label"] == pbest_label) if pbest_label else None
+    merc = cell(rate, lambda r: r["label"] == "mercury")
+    ddps = {}
+    for r in runs:
+        if r["rate_mbit"] == rate and r["label"].startswith("ddp-"):
+            ddps.setdefault(r["label"], None)
+    ddp_cells = {lab: cell(rate, lambda r, lab=lab: r["label"] == lab) for lab in ddps}
+    repeated = {k: v for k, v in ddp_cells.items() if v and v[3] > 1} or ddp_cells
+    dbest_label = min(repeated, key=lambda k: repeated[k][0]) if repeated else None
+    dbest = repeated.get(dbest_label)
+    comp = next((r["compute_s"] for r in runs if r["rate_mbit"] == rate and "compute_s" in r), 0)
+    share = speed = "-"
+    if fifo and merc and ideal and fifo[0] > ideal[0]:
+        share = "%.0f %%" % (100 * (fifo[0] - merc[0]) / (fifo[0] - ideal[0]))
+    if merc and dbest:
+        speed = "%.2fx" % (dbest[0] / merc[0])
+    print("| %d | %.2f | %s | %s | %s | %s (%s) | %s | %s | %s (%s) | %s | %s |" % (
+        rate, comp, fmt(ideal), fmt(fifo), fmt(pdef), fmt(pbest), pbest_label or "-",
+        fmt(merc), fmt(ddp_cells.get("ddp-25")), fmt(dbest), dbest_label or "-", share, speed))

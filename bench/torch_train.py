@@ -1,0 +1,87 @@
+"""One trainer of the real-training benchmark (bench/torch_bench.sh), launched by
+torch.distributed.run: a torchvision model on synthetic data, trained through mercury.torch
+(fifo, partition, mercury) or through PyTorch's DistributedDataParallel over gloo (ddp).
+Writes OUT/rank<r>.json: the measured seconds per iteration after the warm-up.
+
+    --profile PATH   instead: profile the model alone (mercury-ps .prof) and exit
+"""
+import argparse
+import json
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+import torchvision  # noqa: E402
+
+
+def build(name):
+    if name == "inception_v3":
+        return torchvision.models.inception_v3(weights=None, aux_logits=False, init_weights=False)
+    return getattr(torchvision.models, name)(weights=None)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--model", default="resnet18")
+    ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--image", type=int, default=224)
+    ap.add_argument("--mode", default="mercury", choices=["fifo", "partition", "mercury", "ddp"])
+    ap.add_argument("--bucket-mb", type=float, default=25)
+    ap.add_argument("--part", type=int, default=1000000)
+    ap.add_argument("--credit", type=int, default=4000000)
+    ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--iters", type=int, default=8)
+    ap.add_argument("--out", default=".")
+    ap.add_argument("--profile", default="")
+    a = ap.parse_args()
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    model = build(a.model)
+    x = torch.randn(a.batch, 3, a.image, a.image)
+    y = torch.randint(0, 1000, (a.batch,))
+    loss_fn = torch.nn.CrossEntropyLoss()
+    if a.profile:
+        import mercury.torch as mt
+        mt.profile_model(model, x, lambda out: loss_fn(out, y), a.profile, name=a.model)
+        return
+    base = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    if a.mode == "ddp":
+        dist.init_process_group("gloo")
+        net = torch.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=a.bucket_mb)
+        opt, sync = base, (lambda: None)
+        r = dist.get_rank()
+    else:
+        import mercury.torch as mt
+        mt.init()
+        opt = mt.DistributedOptimizer(base, model, mode=a.mode, part=a.part, credit=a.credit)
+        mt.broadcast_parameters(model.state_dict(), root_rank=0)
+        net, sync, r = model, opt.synchronize, mt.rank()
+    stamps = []
+    for _ in range(a.warmup + a.iters):
+        opt.zero_grad()
+        loss_fn(net(x), y).backward()
+        opt.step()
+        stamps.append(time.perf_counter())
+    sync()  # every pending update applied: the last iteration's communication counts
+    stamps[-1] = time.perf_counter()
+    per_iter = (stamps[-1] - stamps[a.warmup - 1]) / a.iters
+    res = {"rank": r, "mode": a.mode, "model": a.model, "batch": a.batch, "image": a.image,
+           "iter_s": per_iter, "iters": a.iters, "warmup": a.warmup,
+           "bucket_mb": a.bucket_mb if a.mode == "ddp" else None,
+           "part": a.part if a.mode == "partition" else None,
+           "credit": a.credit if a.mode == "partition" else None,
+           "tagged": bool(getattr(opt, "tagged", False))}
+    with open(os.path.join(a.out, "rank%d.json" % r), "w") as f:
+        json.dump(res, f)
+    if a.mode == "ddp":
+        dist.destroy_process_group()
+    else:
+        mt.shutdown()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Real PyTorch training through Mercury on a 2-node emulated cluster (namespaces, 100 Mbit/s
+# htb egress per node, mercuryd on every node), launched by torch.distributed.run: a small
+# CNN (32x32, 16 images per worker) trained in fifo, partition and mercury modes ends with
+# the parameters of one process trained on the concatenated batches (and so does a mid-run
+# checkpoint), and its loss falls; mercury mode's bytes are tagged. Faults: a worker with
+# another model fails at HELLO on both nodes; a trainer killed mid-iteration gives the other
+# a clear error in bounded time; without mercuryd training runs untagged with one warning.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+[ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root"; exit 77; }
+/usr/bin/python3 -c 'import torch' 2>/dev/null || { echo "SKIP: no python3-torch (make deps)"; exit 77; }
+CL_PFX=mqtt$$
+. "$here/../../cluster/lib.sh"
+[ -f "$CL_ROOT/build/libmercury-ps.so" ] || { echo "SKIP: build/libmercury-ps.so not built"; exit 77; }
+fails=0
+check() { if eval "$2"; then echo "ok: $1"; else echo "FAIL: $1"; fails=$((fails + 1)); fi; }
+work=$(mktemp -d)
+trap 'rm -rf "$work"; cluster_down' EXIT
+train=$CL_ROOT/tests/torch/train_check.py
+py() { OPENBLAS_NUM_THREADS=1 /usr/bin/python3 "$@"; }
+
+cluster_up 2 100 mercuryd || { echo "FAIL: cluster setup"; exit 1; }
+serve_start || { echo "FAIL: mercuryd serve"; exit 1; }
+
+for cfg in "fifo sgd" "partition sgd" "mercury sgd" "mercury adam"; do
+	set -- $cfg
+	d=$work/$1-$2
+	mkdir -p "$d"
+	py "$train" --reference --opt "$2" --out "$d" || { echo "FAIL: reference run"; exit 1; }
+	# partition: small partitions under a credit, so every layer is cut and scheduled
+	run_torch "$d" "$train" --out "$d" --mode "$1" --opt "$2" --part 3000 --credit 6000
+	rc=$?
+	check "$1 $2: both trainers finished" "[ $rc -eq 0 ]" || cat "$d"/node*.log
+	check "$1 $2: parameters (final and mid-run checkpoint) equal one process on the concatenated batches" \
+		"py '$here/../torch/compare.py' '$d' 1e-5"
+	if [ "$1" = mercury ]; then
+		check "$1 $2: every trainer tagged through mercuryd" \
+			"jq -e .tagged '$d/worker0.json' '$d/worker1.json' >/dev/null"
+	fi
+done
+bands=$(cl_in 0 "$MERCURYD" --pin-root "$CL_PIN/n0" -j status e0 |
+	jq '[.interfaces[0].per_band[] | select(.bytes > 100000)] | length')
+check "mercury: the trainers' bytes spread over several bands ($bands)" "[ '${bands:-0}' -ge 2 ]"
+
+d=$work/layout
+start=$(date +%s)
+run_torch "$d" "$train" --out "$d" --mode mercury --hidden-on 1:32 --no-broadcast --timeout 20
+rc=$?
+took=$(($(date +%s) - start))
+check "another model on one worker: both trainers fail" "[ $rc -ne 0 ]"
+check "another model: each trainer says the model layout differs" \
+	"grep -l 'model layout' '$d'/node0.log '$d'/node1.log | wc -l | grep -qx 2"
+check "another model: refused in ${took}s (< 15 s, below the 20 s stall timeout)" "[ $took -lt 15 ]"
+
+d=$work/kill
+mkdir -p "$d"
+start=$(date +%s)
+run_torch "$d" "$train" --out "$d" --mode mercury --steps 400 --timeout 30 &
+launch=$!
+for ((i = 0; i < 300; i++)); do
+	[ "$(cat "$d/progress1" 2>/dev/null)" -ge 3 ] 2>/dev/null && break
+	sleep 0.1
+done
+victim=$(cat "$d/pid1" 2>/dev/null)
+killed=$(date +%s)
+[ -n "$victim" ] && kill -9 "$victim"
+wait $launch
+rc=$?
+took=$(($(date +%s) - killed))
+check "trainer 1 killed mid-run: the run fails" "[ -n '$victim' ] && [ $rc -ne 0 ]"
+check "trainer 1 killed: trainer 0 names the lost peer" \
+	"grep -qE 'server 1 went away|worker 1 disconnected|node 1 disconnected' '$d'/node0.log"
+check "trainer 1 killed: trainer 0 stopped ${took}s later (< 20 s, below the 30 s stall timeout)" "[ $took -lt 20 ]"
+
+d=$work/nodaemon
+CL_TORCH_ENV="MERCURY_SOCKET=/nonexistent/mercury.sock" run_torch "$d" "$train" --out "$d" --mode mercury --steps 4
+rc=$?
+check "no mercuryd: training still finishes" "[ $rc -eq 0 ]"
+check "no mercuryd: untagged" "jq -e '.tagged == false' '$d/worker0.json' >/dev/null"
+warns=$(grep -c 'cannot use mercuryd' "$d"/node0.log)
+check "no mercuryd: one warning ($warns)" "[ '$warns' -eq 1 ]"
+
+[ $fails -eq 0 ] && { echo "all checks passed"; exit 0; }
+echo "$fails check(s) failed"
+exit 1
