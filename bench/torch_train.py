@@ -37,6 +37,7 @@ def main():
     ap.add_argument("--iters", type=int, default=8)
     ap.add_argument("--out", default=".")
     ap.add_argument("--profile", default="")
+    ap.add_argument("--timeline", default="", help="PS events of this rank (TSV) into this dir")
     a = ap.parse_args()
     torch.set_num_threads(1)
     torch.manual_seed(0)
@@ -57,7 +58,9 @@ def main():
     else:
         import mercury.torch as mt
         mt.init()
-        opt = mt.DistributedOptimizer(base, model, mode=a.mode, part=a.part, credit=a.credit)
+        tl = os.path.join(a.timeline, "tl.%s" % os.environ.get("RANK", "0")) if a.timeline else None
+        opt = mt.DistributedOptimizer(base, model, mode=a.mode, part=a.part, credit=a.credit,
+                                      timeline=tl)
         mt.broadcast_parameters(model.state_dict(), root_rank=0)
         net, sync, r = model, opt.synchronize, mt.rank()
     stamps = []

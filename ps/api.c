@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "node.h"
 #include "mercury_ps.h"
@@ -10,7 +11,7 @@
 
 struct mercury_ps {
 	struct ps_node *node;
-	char err[256];
+	char *timeline; /* the caller's string may not outlive open */
 };
 
 static int options_to_config(const struct mercury_ps_options *o, struct ps_config *c, char *err,
@@ -41,7 +42,6 @@ static int options_to_config(const struct mercury_ps_options *o, struct ps_confi
 	c->credit = o->credit;
 	c->bound = o->bound;
 	c->timeout_s = o->timeout_s;
-	c->timeline = o->timeline;
 	c->user_data = true;
 	return 0;
 }
@@ -60,8 +60,17 @@ API int mercury_ps_open(const struct mercury_ps_options *o, struct mercury_ps **
 	ps = calloc(1, sizeof(*ps));
 	if (!ps)
 		return -ENOMEM;
+	if (o->timeline) {
+		ps->timeline = strdup(o->timeline);
+		if (!ps->timeline) {
+			free(ps);
+			return -ENOMEM;
+		}
+		c.timeline = ps->timeline;
+	}
 	r = ps_node_start(&c, o->layer_params, o->nlayers, &ps->node, err, errlen);
 	if (r) {
+		free(ps->timeline);
 		free(ps);
 		return r;
 	}
@@ -98,6 +107,7 @@ API int mercury_ps_close(struct mercury_ps *ps, char *err, size_t errlen)
 	if (!ps_node_error(ps->node))
 		r = ps_node_finish(ps->node, NULL);
 	rs = ps_node_stop(ps->node, NULL, err, errlen);
+	free(ps->timeline);
 	free(ps);
 	return rs ? rs : r;
 }
