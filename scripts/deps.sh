@@ -9,6 +9,9 @@ pkgs=(
 	clang-format libclang-rt-14-dev
 	qemu-system-x86 busybox-static cpio xz-utils gnuplot-nox
 	mmdebstrap git prometheus-node-exporter curl
+	# real training (mercury.torch, bench-torch): Debian's torch for /usr/bin/python3, and
+	# OpenBLAS, without which torch falls back to reference BLAS and steps are 2-5x slower
+	python3-torch python3-torchvision libopenblas0-pthread
 )
 missing=()
 for p in "${pkgs[@]}"; do

@@ -1,0 +1,161 @@
+/*
+ * libmercury-ps as a framework uses it (include/mercury_ps.h), two nodes as threads over
+ * loopback: every pulled value is the sum of both workers' pushes; pushes out of order and
+ * pulls of layers never pushed are refused with a reason; two workers whose models differ
+ * fail at open naming the layout; bad options are refused before any socket is opened.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "mercury_ps.h"
+
+#define NODES 2
+#define ITERS 3
+
+static const uint64_t sizes[] = {3, 1001, 70000, 1200001}; /* the last is sliced over both */
+#define LAYERS (int)(sizeof(sizes) / sizeof(sizes[0]))
+
+struct worker {
+	int rank;
+	const char *hosts[NODES];
+	uint64_t params[LAYERS];
+	enum mercury_ps_mode mode;
+	int rc, bad_sums, out_of_order_rc, unpushed_rc;
+	char err[256];
+};
+
+static float grad_value(int rank, int layer, int iter, uint64_t j)
+{
+	return (float)((rank + 1) * 1000 + layer * 100 + iter) + (float)(j % 7) * 0.25f;
+}
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+	struct mercury_ps_options o = MERCURY_PS_OPTIONS_INIT;
+	struct mercury_ps *ps;
+	float *buf = malloc(sizes[LAYERS - 1] * sizeof(float));
+
+	o.rank = w->rank;
+	o.nodes = NODES;
+	o.hosts = w->hosts;
+	o.layer_params = w->params;
+	o.nlayers = LAYERS;
+	o.mode = w->mode;
+	o.timeout_s = 10;
+	w->rc = mercury_ps_open(&o, &ps, w->err, sizeof(w->err));
+	if (w->rc) {
+		free(buf);
+		return NULL;
+	}
+	for (int it = 0; it < ITERS; it++) {
+		for (int l = LAYERS - 1; l >= 0; l--) { /* backward order */
+			for (uint64_t j = 0; j < sizes[l]; j++)
+				buf[j] = grad_value(w->rank, l, it, j);
+			mercury_ps_push(ps, l, (uint64_t)it, buf);
+		}
+		if (it == 0) {
+			w->out_of_order_rc = mercury_ps_push(ps, 0, 5, buf);
+			w->unpushed_rc = mercury_ps_wait_pull(ps, 0, 7, buf);
+		}
+		for (int l = 0; l < LAYERS; l++) { /* next forward pass */
+			if (mercury_ps_wait_pull(ps, l, (uint64_t)it, buf))
+				break;
+			for (uint64_t j = 0; j < sizes[l]; j++)
+				w->bad_sums += buf[j] != grad_value(0, l, it, j) + grad_value(1, l, it, j);
+		}
+	}
+	w->rc = mercury_ps_close(ps, w->err, sizeof(w->err));
+	free(buf);
+	return NULL;
+}
+
+static void run_pair(struct worker *w, enum mercury_ps_mode mode, uint64_t rank1_extra)
+{
+	static char addr[NODES][32];
+	static uint16_t port;
+	pthread_t th[NODES];
+
+	if (!port)
+		port = (uint16_t)(24000 + (getpid() % 1000) * 8);
+	port += 2;
+	for (int i = 0; i < NODES; i++)
+		snprintf(addr[i], sizeof(addr[i]), "127.0.0.1:%u", port + i);
+	for (int i = 0; i < NODES; i++) {
+		memset(&w[i], 0, sizeof(w[i]));
+		w[i].rank = i;
+		w[i].mode = mode;
+		for (int j = 0; j < NODES; j++)
+			w[i].hosts[j] = addr[j];
+		memcpy(w[i].params, sizes, sizeof(sizes));
+	}
+	w[1].params[1] += rank1_extra;
+	for (int i = 0; i < NODES; i++)
+		assert_int_equal(pthread_create(&th[i], NULL, worker_main, &w[i]), 0);
+	for (int i = 0; i < NODES; i++)
+		pthread_join(th[i], NULL);
+}
+
+static void test_sums_in_every_mode(void **state)
+{
+	(void)state;
+	for (int m = MERCURY_PS_FIFO; m <= MERCURY_PS_MERCURY; m++) {
+		struct worker w[NODES];
+
+		run_pair(w, (enum mercury_ps_mode)m, 0);
+		for (int i = 0; i < NODES; i++) {
+			if (w[i].rc)
+				fprintf(stderr, "mode %d rank %d: %s\n", m, i, w[i].err);
+			assert_int_equal(w[i].rc, 0);
+			assert_int_equal(w[i].bad_sums, 0);
+			assert_int_equal(w[i].out_of_order_rc, -EALREADY);
+			assert_int_equal(w[i].unpushed_rc, -EINVAL);
+		}
+	}
+}
+
+static void test_other_model_fails_at_open(void **state)
+{
+	struct worker w[NODES];
+
+	(void)state;
+	run_pair(w, MERCURY_PS_FIFO, 1);
+	for (int i = 0; i < NODES; i++) {
+		assert_int_not_equal(w[i].rc, 0);
+		assert_non_null(strstr(w[i].err, "model layout"));
+	}
+}
+
+static void test_bad_options(void **state)
+{
+	struct mercury_ps_options o = MERCURY_PS_OPTIONS_INIT;
+	struct mercury_ps *ps = (struct mercury_ps *)1;
+	char err[256] = "";
+
+	(void)state;
+	o.nodes = 2;
+	assert_int_equal(mercury_ps_open(&o, &ps, err, sizeof(err)), -EINVAL);
+	assert_null(ps);
+	assert_non_null(strstr(err, "layer_params"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_sums_in_every_mode),
+	    cmocka_unit_test(test_other_model_fails_at_open),
+	    cmocka_unit_test(test_bad_options),
+	};
+
+	setenv("MERCURY_SOCKET", "/nonexistent/mercury.sock", 1); /* mercury mode: untagged */
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
