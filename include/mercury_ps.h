@@ -40,26 +40,24 @@ enum mercury_ps_mode {
 
 struct mercury_ps_options {
 	int rank, nodes;
-	const char *const *hosts;      /* nodes entries, "a.b.c.d:port": every node's server */
-	const uint64_t *layer_params;  /* nlayers entries, forward order */
+	const char *const *hosts;     /* nodes entries, "a.b.c.d:port": every node's server */
+	const uint64_t *layer_params; /* nlayers entries, forward order */
 	int nlayers;
 	enum mercury_ps_mode mode;
-	int conns;		       /* mercury: connections per worker-server pair (16) */
-	int bands;		       /* mercury: bands of mercuryd's interfaces (8) */
-	uint64_t part, credit;	       /* partition: parameters per partition / in flight */
-	uint64_t bound;		       /* tensors above this many parameters are sliced over
-					* every server (1000000, MXNet's default) */
-	double timeout_s;	       /* no progress for this long: error (60) */
-	const char *timeline;	       /* per-layer push/pull events (TSV) at close, or NULL */
+	int conns;	       /* mercury: connections per worker-server pair (16) */
+	int bands;	       /* mercury: bands of mercuryd's interfaces (8) */
+	uint64_t part, credit; /* partition: parameters per partition / in flight */
+	uint64_t bound;	       /* tensors above this many parameters are sliced over
+				* every server (1000000, MXNet's default) */
+	double timeout_s;      /* no progress for this long: error (60) */
+	const char *timeline;  /* per-layer push/pull events (TSV) at close, or NULL */
 };
 
-#define MERCURY_PS_OPTIONS_INIT                                                                   \
-	{.conns = 16,                                                                             \
-	 .bands = 8,                                                                              \
-	 .part = 1000000,                                                                         \
-	 .credit = 4000000,                                                                       \
-	 .bound = 1000000,                                                                        \
-	 .timeout_s = 60}
+#define MERCURY_PS_OPTIONS_INIT                                                                    \
+	{                                                                                          \
+		.conns = 16, .bands = 8, .part = 1000000, .credit = 4000000, .bound = 1000000,     \
+		.timeout_s = 60                                                                    \
+	}
 
 struct mercury_ps;
 
