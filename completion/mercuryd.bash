@@ -44,7 +44,7 @@ _mercuryd() {
 	case $cmd in
 	attach)
 		if [[ $cur == -* ]]; then
-			COMPREPLY=($(compgen -W "--qdisc --bands --rate --default-band --hook --force --help" -- "$cur"))
+			COMPREPLY=($(compgen -W "--qdisc --bands --rate --default-band --hook --force --from --help" -- "$cur"))
 		else
 			COMPREPLY=($(compgen -W "$(_mercuryd_ifaces)" -- "$cur"))
 		fi ;;

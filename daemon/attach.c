@@ -24,25 +24,6 @@
 
 #define MERCURY_QDISC_HANDLE 0x4d450000u /* root "4d45:" ('ME') */
 
-static void attach_usage(void)
-{
-	printf(
-	    "Usage: mercuryd attach <iface> [--qdisc auto|mqprio|prio|ets|htb|tbf] [--bands N]\n"
-	    "                       [--rate R] [--default-band B] [--hook auto|tcx|clsact] "
-	    "[--force]\n"
-	    "       mercuryd attach --from FILE\n\n"
-	    "Installs a strict-priority root qdisc and the Mercury classifier at TC egress.\n"
-	    "  --qdisc       backend (default auto: mqprio with NIC offload, prio, ets, htb, tbf)\n"
-	    "  --bands       number of priority bands (default 8; tbf+pfifo_fast has 3)\n"
-	    "  --rate        bottleneck rate for htb and tbf, e.g. 200mbit, 10gbit\n"
-	    "  --default-band band of untagged traffic (default: the last, least urgent)\n"
-	    "  --hook        tcx (kernel >= 6.6), clsact, or auto (tcx, else clsact)\n"
-	    "  --force       replace a root qdisc Mercury did not create (detach restores it),\n"
-	    "                or re-attach with other settings\n"
-	    "  --from FILE   attach every interface FILE lists, one '<iface> [options]' a line\n"
-	    "                ('#' comments; no FILE: nothing to do), as the service starts\n");
-}
-
 /* Does the existing attach already give what was asked? Unset arguments match anything. */
 static bool attach_matches(const struct mercury_attach_state *st, const struct attach_args *a,
 			   int ifindex)
@@ -218,16 +199,16 @@ int do_attach(const struct cli_ctx *ctx, int argc, char **argv)
 	bool mqprio_hw = false;
 	unsigned num_tx_queues = 1;
 
-	if (argc == 3 && !strcmp(argv[1], "--from"))
-		return attach_from_file(ctx, argv[2], do_attach);
 	if (attach_args_parse(argc, argv, &a, err, sizeof(err))) {
 		cli_error(ctx, "attach: %s", err);
 		return 2;
 	}
 	if (a.help) {
-		attach_usage();
+		cli_usage(stdout, &attach_command);
 		return 0;
 	}
+	if (a.from)
+		return attach_from_file(ctx, a.from, do_attach);
 	ifindex = (int)if_nametoindex(a.iface);
 	if (!ifindex) {
 		cli_error(ctx, "attach: no interface '%s' (see ip link)", a.iface);

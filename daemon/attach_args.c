@@ -9,6 +9,59 @@
 #include "attach_args.h"
 #include "band_plan.h"
 
+static const struct cli_opt attach_opts[] = {
+    {"qdisc", 'q', "auto|mqprio|prio|ets|htb|tbf",
+     "backend (default auto: mqprio with NIC offload, prio, ets, htb, tbf)"},
+    {"bands", 'b', "N", "number of priority bands (default 8; tbf+pfifo_fast has 3)"},
+    {"rate", 'r', "R", "bottleneck rate for htb and tbf, e.g. 200mbit, 10gbit"},
+    {"default-band", 'd', "B", "band of untagged traffic (default: the last, least urgent)"},
+    {"hook", 'k', "auto|tcx|clsact", "tcx (kernel >= 6.6), clsact, or auto (tcx, else clsact)"},
+    {"force", 'f', NULL,
+     "replace a root qdisc Mercury did not create (detach restores it),\n"
+     "or re-attach with other settings"},
+    {"from", 'F', "FILE",
+     "attach every interface FILE lists, one '<iface> [options]' a line\n"
+     "('#' comments; no FILE: nothing to do), as the service starts;\n"
+     "alone, instead of <iface>"},
+    {NULL, 0, NULL, NULL},
+};
+
+const struct cli_command attach_command = {
+    .name = "attach",
+    .operands = "<iface>",
+    .usage = (const char *const[]){"--from FILE", NULL},
+    .about = "Installs a strict-priority root qdisc and the Mercury classifier at TC egress.",
+    .opts = attach_opts,
+};
+
+static const struct cli_opt tag_opts[] = {
+    {"pid", 'p', "P", "the process owning the socket"},
+    {"fd", 'F', "F", "the socket's file descriptor in that process"},
+    {"next", 'n', "N", "tag the next N bytes the process writes"},
+    {"offset", 'o', "S",
+     "with --len: bytes [S, S+N) in the classifier's stream offsets\n"
+     "(tcpi_bytes_acked based: an actively opened socket's first\n"
+     "byte is 1, an accepted socket's is 0)"},
+    {"len", 'l', "N", "the length of the --offset range"},
+    {"level", 'L', "L", "priority level (0 most urgent)"},
+    {"show", 's', NULL,
+     "print the socket's tagged ranges, the level each resolves to\n"
+     "now, and its position"},
+    {"clear", 'c', NULL, "remove all of the socket's tags"},
+    {NULL, 0, NULL, NULL},
+};
+
+const struct cli_command tag_command = {
+    .name = "tag",
+    .usage = (const char *const[]){"--pid P --fd F --next N --level L",
+				   "--pid P --fd F --offset S --len N --level L",
+				   "--pid P --fd F --show | --clear", NULL},
+    .about = "Tags bytes of process P's TCP socket F with a priority level (an admin and\n"
+	     "test tool; frameworks tag through libmercury).",
+    .opts = tag_opts,
+    .after = "The socket is borrowed with pidfd_getfd(2) and closed again at once.",
+};
+
 int parse_uint(const char *s, uint64_t limit, uint64_t *out)
 {
 	char *end;
@@ -37,12 +90,6 @@ static int option_error(char *err, size_t errlen, int c, char **argv, const char
 
 int attach_args_parse(int argc, char **argv, struct attach_args *a, char *err, size_t errlen)
 {
-	static const struct option opts[] = {
-	    {"qdisc", required_argument, NULL, 'q'}, {"bands", required_argument, NULL, 'b'},
-	    {"rate", required_argument, NULL, 'r'},  {"default-band", required_argument, NULL, 'd'},
-	    {"hook", required_argument, NULL, 'k'},  {"force", no_argument, NULL, 'f'},
-	    {"help", no_argument, NULL, 'h'},	     {NULL, 0, NULL, 0},
-	};
 	uint64_t v;
 	int c;
 
@@ -50,7 +97,7 @@ int attach_args_parse(int argc, char **argv, struct attach_args *a, char *err, s
 	a->default_band = -1;
 	optind = 0;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":fh", opts, NULL)) != -1) {
+	while ((c = cli_getopt(&attach_command, argc, argv, ":fh")) != -1) {
 		switch (c) {
 		case 'q':
 			if (backend_from_name(optarg, &a->backend)) {
@@ -101,12 +148,22 @@ int attach_args_parse(int argc, char **argv, struct attach_args *a, char *err, s
 		case 'f':
 			a->force = true;
 			break;
+		case 'F':
+			a->from = optarg;
+			break;
 		case 'h':
 			a->help = true;
 			return 0;
 		default:
 			return option_error(err, errlen, c, argv, "attach");
 		}
+	}
+	if (a->from) {
+		if (optind != argc || argc != 3) {
+			snprintf(err, errlen, "--from FILE takes no interface or other option");
+			return -EINVAL;
+		}
+		return 0;
 	}
 	if (optind != argc - 1) {
 		snprintf(err, errlen,
@@ -126,13 +183,6 @@ int attach_args_parse(int argc, char **argv, struct attach_args *a, char *err, s
 
 int tag_args_parse(int argc, char **argv, struct tag_args *a, char *err, size_t errlen)
 {
-	static const struct option opts[] = {
-	    {"pid", required_argument, NULL, 'p'},  {"fd", required_argument, NULL, 'F'},
-	    {"next", required_argument, NULL, 'n'}, {"offset", required_argument, NULL, 'o'},
-	    {"len", required_argument, NULL, 'l'},  {"level", required_argument, NULL, 'L'},
-	    {"show", no_argument, NULL, 's'},	    {"clear", no_argument, NULL, 'c'},
-	    {"help", no_argument, NULL, 'h'},	    {NULL, 0, NULL, 0},
-	};
 	uint64_t v;
 	int c;
 
@@ -141,13 +191,13 @@ int tag_args_parse(int argc, char **argv, struct tag_args *a, char *err, size_t 
 	a->fd = -1;
 	optind = 0;
 	opterr = 0;
-	int idx = 0;
-
-	while ((c = getopt_long(argc, argv, ":h", opts, &idx)) != -1) {
+	while ((c = cli_getopt(&tag_command, argc, argv, ":h")) != -1) {
 		/* The option's own name: argv[optind - 1] may be its value by now. */
-		char name[16];
+		char name[16] = "";
 
-		snprintf(name, sizeof(name), "--%s", opts[idx].name);
+		for (const struct cli_opt *o = tag_opts; o->name; o++)
+			if (o->val == c)
+				snprintf(name, sizeof(name), "--%s", o->name);
 
 		switch (c) {
 		case 'p':

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "mercury_abi.h"
+#include "cli_opts.h"
 #include "rate.h" /* parse_rate(), shared with mercury-ps */
 
 struct attach_args {
@@ -17,7 +18,10 @@ struct attach_args {
 	int default_band;	      /* -1: last band */
 	bool force;
 	bool help;
+	const char *from; /* --from FILE: attach what FILE lists instead */
 };
+
+extern const struct cli_command attach_command, tag_command;
 
 /* Non-negative integer below `limit`, whole string. */
 int parse_uint(const char *s, uint64_t limit, uint64_t *out);

@@ -4,6 +4,8 @@
 
 #include <stdbool.h>
 
+#include "cli_opts.h"
+
 #define MERCURY_PIN_ROOT_DEFAULT "/sys/fs/bpf/mercury"
 
 struct cli_ctx {
@@ -20,6 +22,10 @@ int do_tag(const struct cli_ctx *ctx, int argc, char **argv);
 int do_serve(const struct cli_ctx *ctx, int argc, char **argv);
 int do_metrics(const struct cli_ctx *ctx, int argc, char **argv);
 int do_fastpath(const struct cli_ctx *ctx, int argc, char **argv);
+
+/* Each command's option table and help (daemon/cli_opts.h). */
+extern const struct cli_command attach_command, detach_command, status_command, tag_command,
+    serve_command, metrics_command, fastpath_command;
 
 /* One-line error "mercuryd: <what>" on stderr (and {"error": ...} on stdout with -j). */
 void cli_error(const struct cli_ctx *ctx, const char *fmt, ...)

@@ -10,6 +10,13 @@
 #include "iface_pins.h"
 #include "pins.h"
 
+const struct cli_command detach_command = {
+    .name = "detach",
+    .operands = "<iface>",
+    .about = "Removes Mercury's classifier and root qdisc from <iface>, restores the root\n"
+	     "qdisc it replaced, and removes the pins under the pin root.",
+};
+
 int do_detach(const struct cli_ctx *ctx, int argc, char **argv)
 {
 	struct mercury_attach_state st;
@@ -18,10 +25,7 @@ int do_detach(const struct cli_ctx *ctx, int argc, char **argv)
 	int lock_fd, r, ret = 1;
 
 	if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-		printf(
-		    "Usage: mercuryd detach <iface>\n\n"
-		    "Removes Mercury's classifier and root qdisc from <iface>, restores the root\n"
-		    "qdisc it replaced, and removes the pins under the pin root.\n");
+		cli_usage(stdout, &detach_command);
 		return 0;
 	}
 	if (argc != 2 || argv[1][0] == '-') {

@@ -11,18 +11,23 @@
 #include "iface_pins.h"
 #include "pins.h"
 
-static void fastpath_usage(void)
-{
-	printf("Usage: mercuryd fastpath attach [--cgroup PATH]\n"
-	       "       mercuryd fastpath detach\n\n"
-	       "The tag fast path lets processes tag their own TCP sockets with one\n"
-	       "setsockopt() instead of a round trip to `mercuryd serve` (libmercury uses it\n"
-	       "when it is attached, the service otherwise). Processes in PATH and below may\n"
-	       "use it; jobs are still declared through the service.\n"
-	       "  --cgroup PATH   cgroup v2 directory (default: the hierarchy's root, every\n"
-	       "                  process of the node)\n"
-	       "Detaching the last interface (mercuryd detach) detaches the fast path too.\n");
-}
+static const struct cli_opt fastpath_opts[] = {
+    {"cgroup", 'c', "PATH",
+     "attach: cgroup v2 directory (default: the hierarchy's root,\nevery process of the node)"},
+    {NULL, 0, NULL, NULL},
+};
+
+const struct cli_command fastpath_command = {
+    .name = "fastpath",
+    .operands = "attach|detach",
+    .usage = (const char *const[]){"attach [--cgroup PATH]", "detach", NULL},
+    .about = "The tag fast path lets processes tag their own TCP sockets with one\n"
+	     "setsockopt() instead of a round trip to `mercuryd serve` (libmercury uses it\n"
+	     "when it is attached, the service otherwise). Processes in PATH and below may\n"
+	     "use it; jobs are still declared through the service.",
+    .opts = fastpath_opts,
+    .after = "Detaching the last interface (mercuryd detach) detaches the fast path too.",
+};
 
 static int print_result(const struct cli_ctx *ctx, const char *what)
 {
@@ -50,17 +55,14 @@ static int print_result(const struct cli_ctx *ctx, const char *what)
 
 int do_fastpath(const struct cli_ctx *ctx, int argc, char **argv)
 {
-	static const struct option opts[] = {{"cgroup", required_argument, NULL, 'c'},
-					     {"help", no_argument, NULL, 'h'},
-					     {NULL, 0, NULL, 0}};
 	const char *cgroup = NULL, *verb;
 	char err[512] = "";
 	int c, lock, r;
 
 	optind = 0;
-	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+	while ((c = cli_getopt(&fastpath_command, argc, argv, "+h")) != -1) {
 		if (c == 'h') {
-			fastpath_usage();
+			cli_usage(stdout, &fastpath_command);
 			return 0;
 		}
 		cli_error(ctx, "fastpath: unknown option; see mercuryd fastpath --help");
@@ -74,11 +76,11 @@ int do_fastpath(const struct cli_ctx *ctx, int argc, char **argv)
 	argc -= optind;
 	argv += optind;
 	optind = 0;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((c = cli_getopt(&fastpath_command, argc, argv, "h")) != -1) {
 		if (c == 'c' && !strcmp(verb, "attach")) {
 			cgroup = optarg;
 		} else if (c == 'h') {
-			fastpath_usage();
+			cli_usage(stdout, &fastpath_command);
 			return 0;
 		} else {
 			cli_error(ctx, "fastpath %s: unknown option; see mercuryd fastpath --help",

@@ -10,24 +10,14 @@
 #define MERCURY_VERSION "0.1.0"
 
 struct cmd {
-	const char *name;
+	const struct cli_command *cli; /* name, options, help */
 	int (*fn)(const struct cli_ctx *ctx, int argc, char **argv);
-	const char *synopsis;
 };
 
 static const struct cmd cmds[] = {
-    {"attach", do_attach,
-     "attach <iface> [--qdisc auto|mqprio|prio|ets|htb|tbf] [--bands N] [--rate R]\n"
-     "                [--default-band B] [--hook auto|tcx|clsact] [--force]"},
-    {"detach", do_detach, "detach <iface>"},
-    {"status", do_status, "status [<iface>]"},
-    {"tag", do_tag,
-     "tag --pid P --fd F (--next N | --offset S --len N) --level L | --pid P --fd F "
-     "--show|--clear"},
-    {"serve", do_serve,
-     "serve [--socket PATH] [--group NAME] [--metrics-textfile DIR] [--metrics-interval S]"},
-    {"metrics", do_metrics, "metrics [--textfile DIR]"},
-    {"fastpath", do_fastpath, "fastpath attach [--cgroup PATH] | fastpath detach"},
+    {&attach_command, do_attach},     {&detach_command, do_detach}, {&status_command, do_status},
+    {&tag_command, do_tag},	      {&serve_command, do_serve},   {&metrics_command, do_metrics},
+    {&fastpath_command, do_fastpath},
 };
 
 static void usage(FILE *f)
@@ -36,7 +26,7 @@ static void usage(FILE *f)
 		   "Mercury: packet-granularity layer priority for distributed training.\n\n"
 		   "Commands:\n");
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
-		fprintf(f, "  %s\n", cmds[i].synopsis);
+		cli_synopsis(f, cmds[i].cli);
 	fprintf(f, "\nOptions:\n"
 		   "  -j, --json         JSON output\n"
 		   "  -v, --verbose      libbpf messages and the verifier log on stderr\n"
@@ -98,7 +88,7 @@ int main(int argc, char **argv)
 	verbose_libbpf = ctx.verbose;
 	libbpf_set_print(libbpf_print);
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
-		if (strcmp(argv[optind], cmds[i].name) == 0) {
+		if (strcmp(argv[optind], cmds[i].cli->name) == 0) {
 			optind++;
 			return cmds[i].fn(&ctx, argc - optind + 1, argv + optind - 1);
 		}

@@ -5,31 +5,33 @@
 #include "cli.h"
 #include "metrics.h"
 
-static void metrics_usage(void)
-{
-	printf("Usage: mercuryd metrics [--textfile DIR]\n\n"
-	       "Prints every attached interface's counters (per band, per classifier outcome),\n"
-	       "attach state and health in the Prometheus text format. With --textfile, writes\n"
-	       "them to DIR/mercury.prom for node_exporter's textfile collector instead\n"
-	       "(atomically: a cron job or timer can run it). `mercuryd serve --metrics-textfile`\n"
-	       "also publishes the event service's figures.\n");
-}
+static const struct cli_opt metrics_opts[] = {
+    {"textfile", 't', "DIR",
+     "write DIR/mercury.prom for node_exporter's textfile collector\ninstead of printing"},
+    {NULL, 0, NULL, NULL},
+};
+
+const struct cli_command metrics_command = {
+    .name = "metrics",
+    .about = "Prints every attached interface's counters (per band, per classifier outcome),\n"
+	     "attach state and health in the Prometheus text format. --textfile writes them\n"
+	     "atomically (a cron job or timer can run it). `mercuryd serve --metrics-textfile`\n"
+	     "also publishes the event service's figures.",
+    .opts = metrics_opts,
+};
 
 int do_metrics(const struct cli_ctx *ctx, int argc, char **argv)
 {
-	static const struct option opts[] = {{"textfile", required_argument, NULL, 't'},
-					     {"help", no_argument, NULL, 'h'},
-					     {NULL, 0, NULL, 0}};
 	const char *dir = NULL;
 	char err[512];
 	int c;
 
 	optind = 0;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((c = cli_getopt(&metrics_command, argc, argv, "h")) != -1) {
 		if (c == 't') {
 			dir = optarg;
 		} else if (c == 'h') {
-			metrics_usage();
+			cli_usage(stdout, &metrics_command);
 			return 0;
 		} else {
 			cli_error(ctx, "metrics: unknown option; see mercuryd metrics --help");

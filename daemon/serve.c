@@ -56,19 +56,23 @@ struct service {
 	int metrics_fd;		 /* timerfd of the periodic write; -1 without */
 };
 
-static void serve_usage(void)
-{
-	printf("Usage: mercuryd serve [--socket PATH] [--group NAME] [--metrics-textfile DIR]\n"
-	       "                      [--metrics-interval SECONDS]\n\n"
-	       "Serves training-step events from libmercury clients on a Unix socket\n"
-	       "(default " MERCURY_DEFAULT_SOCKET ", mode 0660, group mercury).\n"
-	       "Frameworks connect with mercury_connect(); see include/mercury.h.\n"
-	       "  --socket PATH             where to listen ($MERCURY_SOCKET also sets it)\n"
-	       "  --group NAME              group allowed to connect besides root (mercury)\n"
-	       "  --metrics-textfile DIR    write DIR/mercury.prom (data path and service\n"
-	       "                            metrics) for node_exporter's textfile collector\n"
-	       "  --metrics-interval S      how often (default 15 s)\n");
-}
+static const struct cli_opt serve_opts[] = {
+    {"socket", 's', "PATH", "where to listen ($MERCURY_SOCKET also sets it)"},
+    {"group", 'g', "NAME", "group allowed to connect besides root (mercury)"},
+    {"metrics-textfile", 'm', "DIR",
+     "write DIR/mercury.prom (data path and service\nmetrics) for node_exporter's textfile "
+     "collector"},
+    {"metrics-interval", 'i', "SECONDS", "how often (default 15 s)"},
+    {NULL, 0, NULL, NULL},
+};
+
+const struct cli_command serve_command = {
+    .name = "serve",
+    .about = "Serves training-step events from libmercury clients on a Unix socket\n"
+	     "(default " MERCURY_DEFAULT_SOCKET ", mode 0660, group mercury).\n"
+	     "Frameworks connect with mercury_connect(); see include/mercury.h.",
+    .opts = serve_opts,
+};
 
 /* Before each frame that touches a map (a socket's tags or stats, a job's state): the maps
  * written are the pinned ones the classifier reads. One stat() when nothing changed: the
@@ -351,12 +355,6 @@ static int serve_loop(struct service *s)
 
 int do_serve(const struct cli_ctx *ctx, int argc, char **argv)
 {
-	static const struct option opts[] = {{"socket", required_argument, NULL, 's'},
-					     {"group", required_argument, NULL, 'g'},
-					     {"metrics-textfile", required_argument, NULL, 'm'},
-					     {"metrics-interval", required_argument, NULL, 'i'},
-					     {"help", no_argument, NULL, 'h'},
-					     {NULL, 0, NULL, 0}};
 	long interval_s = 15;
 	char *end;
 	const char *path = getenv("MERCURY_SOCKET"), *group = "mercury";
@@ -369,7 +367,7 @@ int do_serve(const struct cli_ctx *ctx, int argc, char **argv)
 		path = MERCURY_DEFAULT_SOCKET;
 	memset(&s, 0, sizeof(s));
 	optind = 0;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((c = cli_getopt(&serve_command, argc, argv, "h")) != -1) {
 		if (c == 's')
 			path = optarg;
 		else if (c == 'g')
@@ -384,7 +382,7 @@ int do_serve(const struct cli_ctx *ctx, int argc, char **argv)
 				return 2;
 			}
 		} else if (c == 'h') {
-			serve_usage();
+			cli_usage(stdout, &serve_command);
 			return 0;
 		} else {
 			cli_error(ctx, "serve: unknown option; see mercuryd serve --help");

@@ -221,18 +221,22 @@ static void print_jobs_and_fastpath(const struct cli_ctx *ctx)
 	json_object_put(fp);
 }
 
+const struct cli_command status_command = {
+    .name = "status",
+    .operands = "[<iface>]",
+    .about = "Shows each attached interface: backend, bands, hook, health, pins and the\n"
+	     "classifier's per-band and per-outcome counters; then the jobs whose state\n"
+	     "the classifier reads (layers, weight, oldest open iteration) and where the\n"
+	     "tag fast path is attached.",
+};
+
 int do_status(const struct cli_ctx *ctx, int argc, char **argv)
 {
 	struct status_walk w = {.ctx = ctx};
 	int r;
 
 	if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-		printf(
-		    "Usage: mercuryd status [<iface>]\n\n"
-		    "Shows each attached interface: backend, bands, hook, health, pins and the\n"
-		    "classifier's per-band and per-outcome counters; then the jobs whose state\n"
-		    "the classifier reads (layers, weight, oldest open iteration) and where the\n"
-		    "tag fast path is attached.\n");
+		cli_usage(stdout, &status_command);
 		return 0;
 	}
 	if (argc > 2 || (argc == 2 && argv[1][0] == '-')) {

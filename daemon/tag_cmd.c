@@ -21,21 +21,6 @@
 #define SO_COOKIE 57
 #endif
 
-static void tag_usage(void)
-{
-	printf("Usage: mercuryd tag --pid P --fd F --next N --level L\n"
-	       "       mercuryd tag --pid P --fd F --offset S --len N --level L\n"
-	       "       mercuryd tag --pid P --fd F --show | --clear\n\n"
-	       "Tags bytes of process P's TCP socket F with priority level L (0 most urgent):\n"
-	       "  --next N          the next N bytes the process writes\n"
-	       "  --offset S --len N bytes [S, S+N) in the classifier's stream offsets\n"
-	       "                    (tcpi_bytes_acked based: an actively opened socket's first\n"
-	       "                    byte is 1, an accepted socket's is 0)\n"
-	       "  --show            print the socket's tagged ranges and position\n"
-	       "  --clear           remove all of the socket's tags\n"
-	       "The socket is borrowed with pidfd_getfd(2) and closed again at once.\n");
-}
-
 /* Borrows fd `fd` of process `pid` and checks that it is a TCP socket. */
 static int borrow_tcp_socket(long pid, int fd, char *err, size_t errlen)
 {
@@ -180,7 +165,7 @@ int do_tag(const struct cli_ctx *ctx, int argc, char **argv)
 		return 2;
 	}
 	if (a.help) {
-		tag_usage();
+		cli_usage(stdout, &tag_command);
 		return 0;
 	}
 	if (geteuid() != 0) {
