@@ -15,6 +15,7 @@
 #include "attach_from.h"
 #include "band_plan.h"
 #include "cli.h"
+#include "fastpath.h"
 #include "iface_pins.h"
 #include "pins.h"
 #include "qdisc.h"
@@ -379,7 +380,7 @@ out:
 		}
 		if (pinning)
 			iface_unpin_all(ctx->pin_root, a.iface);
-		pins_remove_unused_globals(ctx->pin_root);
+		fastpath_release_unused(ctx->pin_root);
 	}
 	classifier_bpf__destroy(skel);
 	tc_tree_free(&tree);

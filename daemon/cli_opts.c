@@ -13,8 +13,8 @@ int cli_getopt(const struct cli_command *c, int argc, char **argv, const char *s
 		int n = 0;
 
 		for (const struct cli_opt *o = c->opts; o && o->name && n < CLI_MAX_OPTS; o++, n++)
-			table[n] = (struct option){o->name, o->arg ? required_argument : no_argument,
-						   NULL, o->val};
+			table[n] = (struct option){
+			    o->name, o->arg ? required_argument : no_argument, NULL, o->val};
 		table[n++] = (struct option){"help", no_argument, NULL, 'h'};
 		table[n] = (struct option){NULL, 0, NULL, 0};
 		filled = c;
@@ -65,8 +65,10 @@ void cli_usage(FILE *f, const struct cli_command *c)
 
 void cli_synopsis(FILE *f, const struct cli_command *c)
 {
-	int width = 2 + fprintf(f, "  %s%s%s", c->name, c->operands ? " " : "",
-				c->operands ? c->operands : "") - 2;
+	int width = 2 +
+		    fprintf(f, "  %s%s%s", c->name, c->operands ? " " : "",
+			    c->operands ? c->operands : "") -
+		    2;
 
 	for (const struct cli_opt *o = c->opts; o && o->name; o++) {
 		char item[96];

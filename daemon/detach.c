@@ -7,6 +7,7 @@
 #include <json-c/json.h>
 
 #include "cli.h"
+#include "fastpath.h"
 #include "iface_pins.h"
 #include "pins.h"
 
@@ -74,7 +75,7 @@ int do_detach(const struct cli_ctx *ctx, int argc, char **argv)
 	} else if (r > 0) {
 		cli_warn(ctx, "detach %s: %s", iface, err);
 	}
-	pins_remove_unused_globals(ctx->pin_root);
+	fastpath_release_unused(ctx->pin_root);
 	if (ctx->json) {
 		struct json_object *o = json_object_new_object();
 

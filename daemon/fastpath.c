@@ -181,3 +181,15 @@ int fastpath_detach(const char *root, char *err, size_t errlen)
 	unlink(path);
 	return 0;
 }
+
+void fastpath_release_unused(const char *root)
+{
+	char err[256];
+
+	if (!pins_unused(root))
+		return;
+	/* The fast path writes tags only the classifiers read: it goes with the last one. */
+	if (fastpath_detach(root, err, sizeof(err)))
+		fprintf(stderr, "mercuryd: %s\n", err);
+	pins_remove_globals(root);
+}

@@ -23,6 +23,9 @@ int fastpath_attach(const char *root, const char *cgroup, char *err, size_t errl
 
 /* Detaches and removes its pins; 0 when it was not attached. Call under the pin lock. */
 int fastpath_detach(const char *root, char *err, size_t errlen);
+/* When no interface is attached any more: detaches the tag fast path, then removes the
+ * shared maps and the root directory. */
+void fastpath_release_unused(const char *root);
 
 /* 0 and *st when attached (prog_id: the program's id, 0 if the link is gone); -ENOENT when
  * not; another -errno when the pins cannot be read. */

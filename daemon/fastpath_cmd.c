@@ -106,7 +106,7 @@ int do_fastpath(const struct cli_ctx *ctx, int argc, char **argv)
 	} else {
 		r = fastpath_detach(ctx->pin_root, err, sizeof(err));
 		if (r == 0)
-			pins_remove_unused_globals(ctx->pin_root);
+			fastpath_release_unused(ctx->pin_root);
 	}
 	close(lock);
 	if (r) {

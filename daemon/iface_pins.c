@@ -12,7 +12,6 @@
 #include <bpf/libbpf.h>
 
 #include "iface_pins.h"
-#include "fastpath.h"
 #include "pins.h"
 #include "qdisc.h"
 #include "tc_tree.h"
@@ -164,16 +163,17 @@ static int count_one(const char *iface, void *arg)
 	return 0;
 }
 
-void pins_remove_unused_globals(const char *root)
+bool pins_unused(const char *root)
 {
-	char path[PATH_MAX];
 	int n = 0;
 
-	if (iface_for_each(root, count_one, &n) || n > 0)
-		return;
-	/* The fast path writes tags only the classifiers read: it goes with the last one. */
-	if (fastpath_detach(root, path, sizeof(path)))
-		fprintf(stderr, "mercuryd: %s\n", path);
+	return iface_for_each(root, count_one, &n) == 0 && n == 0;
+}
+
+void pins_remove_globals(const char *root)
+{
+	char path[PATH_MAX];
+
 	for (int i = 0; i < GM_COUNT; i++) {
 		pins_path(path, sizeof(path), root, NULL, global_maps[i].name);
 		unlink(path);

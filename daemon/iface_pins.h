@@ -43,9 +43,10 @@ const char *iface_health(const char *root, const char *iface,
 
 /* Removes every pin of the interface and its directory; missing pins are fine. */
 void iface_unpin_all(const char *root, const char *iface);
-/* When no interface is attached any more: detaches the tag fast path, removes the shared
- * maps and the root directory. */
-void pins_remove_unused_globals(const char *root);
+/* Whether no interface is attached under root any more. */
+bool pins_unused(const char *root);
+/* Removes the shared maps' pins and the root directory (when nothing else lives there). */
+void pins_remove_globals(const char *root);
 
 /* Calls fn for each attached interface (each directory holding an attach record). */
 int iface_for_each(const char *root, int (*fn)(const char *iface, void *arg), void *arg);

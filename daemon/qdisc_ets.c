@@ -3,7 +3,7 @@
  * band is chosen by skb->priority = M:(b + 1) as for prio. libnl has no ets module, so the
  * options are appended to libnl's qdisc request with its generic attribute API.
  */
-#include "qdisc.h"
+#include "qdisc_backend.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -13,7 +13,7 @@
  * if the device has 0) instead of HTB's default one, whose limit would be the device's
  * txqueuelen even when that is 0 (dropping everything).
  */
-#include "qdisc.h"
+#include "qdisc_backend.h"
 #include "band_plan.h"
 
 #include <errno.h>

@@ -5,7 +5,7 @@
  * evenly and in order between the TCs. Hardware offload (hw 1) is tried first: only a NIC that
  * arbitrates its TCs enforces priority. Software mqprio (hw 0) merely separates queues.
  */
-#include "qdisc.h"
+#include "qdisc_backend.h"
 
 #include <errno.h>
 #include <stdio.h>

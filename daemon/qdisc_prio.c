@@ -2,7 +2,7 @@
  * prio backend: prio M: with N strict bands. Its priomap sends every priority to the default
  * band; Mercury's packets carry skb->priority = M:(b + 1), which prio reads as band b.
  */
-#include "qdisc.h"
+#include "qdisc_backend.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -3,7 +3,7 @@
  * (handle M + 1) whose fixed prio2band gives three strict bands (priority 6 -> band 0,
  * 0 -> band 1, 2 -> band 2). pfifo_fast ignores its options; libnl still wants a priomap.
  */
-#include "qdisc.h"
+#include "qdisc_backend.h"
 #include "band_plan.h"
 
 #include <errno.h>

@@ -77,7 +77,7 @@ const struct cli_command serve_command = {
 /* Before each frame that touches a map (a socket's tags or stats, a job's state): the maps
  * written are the pinned ones the classifier reads. One stat() when nothing changed: the
  * shared maps are pinned and unpinned together (pins_global_maps,
- * pins_remove_unused_globals), so the others are looked at when the tag map's pin moved or
+ * fastpath_release_unused), so the others are looked at when the tag map's pin moved or
  * failed. Maps switched for new ones get the current job state. */
 static void sync_maps(struct service *s)
 {

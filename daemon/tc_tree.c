@@ -4,7 +4,7 @@
  * first; replay sends them back; verify replays on a scratch veth and compares.
  */
 #include "tc_tree.h"
-#include "qdisc.h"
+#include "qdisc_ctx.h"
 
 #include <errno.h>
 #include <sched.h>

@@ -25,96 +25,6 @@
 #include "node.h"
 #include "mercury_groups.h"
 
-double ps_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static void shutdown_all(struct ps_node *n)
-{
-	for (int p = 0; p < n->cfg.nodes; p++)
-		for (int k = 0; k < n->C; k++) {
-			if (n->wconn[p][k]) {
-				shutdown(n->wconn[p][k]->fd, SHUT_RDWR);
-				ps_sendq_close(&n->wconn[p][k]->q);
-			}
-			if (n->sconn[p][k]) {
-				shutdown(n->sconn[p][k]->fd, SHUT_RDWR);
-				ps_sendq_close(&n->sconn[p][k]->q);
-			}
-		}
-	if (n->listen_fd >= 0)
-		shutdown(n->listen_fd, SHUT_RDWR);
-	pthread_mutex_lock(&n->mu); /* wakes senders holding a push (hold_until_current) */
-	pthread_cond_broadcast(&n->cv);
-	pthread_mutex_unlock(&n->mu);
-}
-
-void ps_fail(struct ps_node *n, const char *fmt, ...)
-{
-	va_list ap;
-	bool was = atomic_exchange(&n->failed, true);
-
-	if (!was) {
-		va_start(ap, fmt);
-		vsnprintf(n->err, sizeof(n->err), fmt, ap);
-		va_end(ap);
-		fprintf(stderr, "mercury-ps: %s\n", n->err);
-	}
-	pthread_mutex_lock(&n->mu);
-	pthread_cond_broadcast(&n->cv);
-	pthread_mutex_unlock(&n->mu);
-	/* Tear everything down so peers see it at once and nobody waits on us (once: later
-	 * callers may race with teardown, which shuts everything down itself). */
-	if (!atomic_exchange(&n->closing, true))
-		shutdown_all(n);
-}
-
-void ps_record(struct ps_node *n, char kind, int layer, uint64_t iter, double t0, double t1)
-{
-	if (!n->cfg.timeline)
-		return;
-	bool lock = kind != 'l' && kind != 'e'; /* pull and iteration-end records: n->mu held */
-	if (lock)
-		pthread_mutex_lock(&n->mu);
-	if (n->nev == n->capev) {
-		int cap = n->capev ? n->capev * 2 : 4096;
-		struct ps_event *e = realloc(n->ev, cap * sizeof(*e));
-		if (e) {
-			n->ev = e;
-			n->capev = cap;
-		}
-	}
-	if (n->nev < n->capev)
-		n->ev[n->nev++] = (struct ps_event){iter, layer, kind, t0, t1};
-	if (lock)
-		pthread_mutex_unlock(&n->mu);
-}
-
-int ps_conn_of_layer(const struct ps_node *n, int layer, enum ps_dir dir)
-{
-	int k = n->K == 1 ? 0 : n->conn_of[layer];
-
-	return dir == PS_DIR_PULL && n->C > n->K ? n->K + k : k;
-}
-
-int ps_enqueue(struct ps_conn *c, uint16_t type, int slice, uint64_t iter, uint64_t off,
-	       uint64_t len, const void *data, uint64_t key)
-{
-	struct ps_send_item it = {
-	    .h = {PS_MAGIC, type, 0, 0, (uint32_t)slice, iter, off, len},
-	    .data = data,
-	    .key = key,
-	};
-
-	if (slice >= 0 && slice < c->node->pl.nslices)
-		it.h.layer = (uint32_t)c->node->pl.slices[slice].layer;
-	return ps_sendq_push(&c->q, &it);
-}
-
 /*
  * Mercury mode: a push of an iteration newer than this node's oldest open one waits until
  * that one has ended. Levels follow the job's state per packet, but a push written ahead is
@@ -667,7 +577,7 @@ int ps_node_stop(struct ps_node *n, struct ps_result *res, char *err, size_t err
 		res->tag_errors = atomic_load(&n->tag_errors);
 	}
 	atomic_store(&n->closing, true);
-	shutdown_all(n);
+	ps_shutdown_all(n);
 	if (n->acceptor_started)
 		pthread_join(n->acceptor, NULL);
 	ps_drain_stop(n);

@@ -151,7 +151,10 @@ struct ps_node {
 	int nev, capev;
 };
 
+/* core.c: what every part of a node uses; calls nothing above it. */
 double ps_now(void);
+/* Shuts every connection and the listener, wakes every waiter (teardown, failure). */
+void ps_shutdown_all(struct ps_node *n);
 void ps_fail(struct ps_node *n, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void ps_record(struct ps_node *n, char kind, int layer, uint64_t iter, double t0, double t1);
 int ps_conn_of_layer(const struct ps_node *n, int layer, enum ps_dir dir);

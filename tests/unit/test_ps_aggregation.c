@@ -21,6 +21,7 @@
 #include "../../ps/sendq.c"
 #include "../../ps/server.c"
 #include "../../ps/worker.c"
+#include "../../ps/core.c"
 #include "../../ps/node.c"
 #include "../../ps/emulate.c"
 #include "../../ps/drain.c"
