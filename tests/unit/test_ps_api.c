@@ -71,7 +71,8 @@ static void *worker_main(void *arg)
 			if (mercury_ps_wait_pull(ps, l, (uint64_t)it, buf))
 				break;
 			for (uint64_t j = 0; j < sizes[l]; j++)
-				w->bad_sums += buf[j] != grad_value(0, l, it, j) + grad_value(1, l, it, j);
+				w->bad_sums +=
+				    buf[j] != grad_value(0, l, it, j) + grad_value(1, l, it, j);
 		}
 	}
 	w->rc = mercury_ps_close(ps, w->err, sizeof(w->err));
