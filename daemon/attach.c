@@ -23,8 +23,6 @@
 #include "tc_tree.h"
 #include "classifier.skel.h"
 
-#define MERCURY_QDISC_HANDLE 0x4d450000u /* root "4d45:" ('ME') */
-
 /* Does the existing attach already give what was asked? Unset arguments match anything. */
 static bool attach_matches(const struct mercury_attach_state *st, const struct attach_args *a,
 			   int ifindex)
@@ -185,34 +183,236 @@ static int save_tree_map(struct classifier_bpf *skel, const struct tc_tree *tree
 	return r;
 }
 
-int do_attach(const struct cli_ctx *ctx, int argc, char **argv)
+/* Everything attach decides before it changes anything on the interface. */
+struct attach_plan {
+	struct attach_args a;
+	int ifindex;
+	char link_pin[PATH_MAX];
+	bool stale_pins;		 /* pins of a device since deleted and re-created */
+	bool replace_old;		 /* --force over an attach with other settings */
+	struct mercury_attach_state old; /* that attach */
+	struct mercury_attach_state st;	 /* the record this attach writes */
+	struct mercury_iface_cfg cfg;	 /* the classifier's band configuration */
+	struct tc_tree tree;		 /* a foreign root's tree: replaced, restored on detach */
+	char why[512];			 /* why auto chose its backend */
+};
+
+/* What is attached already: 0 go on, 1 attached as asked (printed), -1 refused (printed). */
+static int plan_previous(const struct cli_ctx *ctx, struct attach_plan *p)
 {
-	char err[512] = "", warn[256] = "", why[512] = "", link_pin[PATH_MAX];
-	struct mercury_attach_state st = {0}, old;
-	struct mercury_iface_cfg cfg = {0};
+	const char *iface = p->a.iface;
+	struct tc_hook_result h;
+	char err[512];
+	int r = iface_state_read(ctx->pin_root, iface, &p->old);
+
+	if (r == -ENOENT)
+		return 0;
+	if (r) {
+		iface_state_strerror(ctx->pin_root, iface, r, err, sizeof(err));
+		cli_error(ctx, "attach %s: %s", iface, err);
+		return -1;
+	}
+	if (p->old.netns_ino != current_netns_ino()) {
+		cli_error(ctx,
+			  "attach: %s/%s belongs to an interface '%s' of another network "
+			  "namespace; give this one its own --pin-root",
+			  ctx->pin_root, iface, iface);
+		return -1;
+	}
+	iface_state_hook(&p->old, &h);
+	if (attach_matches(&p->old, &p->a, p->ifindex) &&
+	    tc_hook_present(p->ifindex, &h, p->link_pin)) {
+		print_attached(ctx, iface, &p->old, "already attached", NULL, NULL);
+		return 1;
+	}
+	if (p->old.ifindex != (__u32)p->ifindex) {
+		p->stale_pins = true; /* the device was deleted and re-created */
+		return 0;
+	}
+	if (!p->a.force) {
+		cli_error(ctx,
+			  "attach: %s is already attached (%s, %u bands); detach it first or use "
+			  "--force to re-attach with other settings",
+			  iface, backend_name(p->old.backend), p->old.nbands);
+		return -1;
+	}
+	p->replace_old = true;
+	return 0;
+}
+
+/* Backend, rate and bands: what the new root qdisc and the classifier will be. */
+static int plan_backend(const struct cli_ctx *ctx, struct attach_plan *p)
+{
+	struct mercury_attach_state *st = &p->st;
+	const struct attach_args *a = &p->a;
+	unsigned num_tx_queues = 1;
+	char err[512];
+
+	if (root_qdisc_conflict(ctx, a, p->ifindex, &p->tree, &num_tx_queues, err, sizeof(err))) {
+		cli_error(ctx, "attach: %s", err);
+		return -1;
+	}
+	st->backend = a->backend;
+	st->rate_bps = a->rate_bps;
+	if (st->backend == MERCURY_BACKEND_NONE &&
+	    qdisc_pick_auto(p->ifindex, a->rate_bps, (enum mercury_backend *)&st->backend, p->why,
+			    sizeof(p->why))) {
+		cli_error(ctx, "attach %s: --qdisc auto found no usable backend: %s", a->iface,
+			  p->why);
+		return -1;
+	}
+	if (st->rate_bps == 0 && a->backend == MERCURY_BACKEND_NONE &&
+	    (st->backend == MERCURY_BACKEND_HTB || st->backend == MERCURY_BACKEND_TBF)) {
+		uint64_t link_rate = 0; /* auto chose a shaper: the link's speed */
+
+		if (qdisc_link_rate(p->ifindex, &link_rate) == 0)
+			st->rate_bps = link_rate;
+	}
+	st->nbands = a->bands ? a->bands : backend_default_bands(st->backend);
+	if (!a->bands && num_tx_queues >= 2) /* mqprio: no more bands than TX queues */
+		st->nbands = band_plan_fit_bands(st->backend, st->nbands, num_tx_queues);
+	st->default_band = a->default_band >= 0 ? (unsigned)a->default_band : st->nbands - 1;
+	st->qdisc_handle = MERCURY_QDISC_HANDLE;
+	if (band_plan(st->backend, st->nbands, st->default_band, st->qdisc_handle, &p->cfg, err,
+		      sizeof(err))) {
+		cli_error(ctx, "attach %s: %s", a->iface, err);
+		return -1;
+	}
+	st->nbands = p->cfg.nbands; /* the backend may have fewer bands than asked (tbf: 3) */
+	st->default_band = p->cfg.default_band;
+	st->layout_version = MERCURY_LAYOUT_VERSION;
+	st->ifindex = (__u32)p->ifindex;
+	st->netns_ino = current_netns_ino();
+	return 0;
+}
+
+/* Loads the classifier on the shared maps and fills its per-interface maps. */
+static int load_classifier(const struct cli_ctx *ctx, struct attach_plan *p, int *globals,
+			   struct classifier_bpf **out)
+{
+	struct classifier_bpf *skel;
+	char err[512];
+	__u32 key = 0;
+	int r;
+
+	if (pins_global_maps(ctx->pin_root, globals, err, sizeof(err))) {
+		cli_error(ctx, "attach %s: %s", p->a.iface, err);
+		return -1;
+	}
+	*out = skel = classifier_bpf__open();
+	if (!skel || pins_reuse_globals(skel->obj, globals) || classifier_bpf__load(skel)) {
+		cli_error(ctx,
+			  "attach %s: cannot load the classifier: %s (run with -v for the "
+			  "verifier log)",
+			  p->a.iface, strerror(errno));
+		return -1;
+	}
+	if ((r = save_tree_map(skel, &p->tree, &p->st))) {
+		cli_error(ctx, "attach %s: cannot record the replaced qdisc tree: %s", p->a.iface,
+			  strerror(-r));
+		return -1;
+	}
+	if (bpf_map_update_elem(bpf_map__fd(skel->maps.cfg), &key, &p->cfg, BPF_ANY)) {
+		cli_error(ctx, "attach %s: cannot write the band configuration: %s", p->a.iface,
+			  strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* Carries the plan out; *done collects the steps taken, for attach_undo. 0 or -1 (printed). */
+static int attach_apply(const struct cli_ctx *ctx, struct attach_plan *p, unsigned *done,
+			char *warn, size_t warnlen)
+{
+	int globals[GM_COUNT] = {-1, -1, -1, -1}, r = -1;
+	struct mercury_attach_state *st = &p->st;
 	struct classifier_bpf *skel = NULL;
 	struct tc_hook_result hook = {0};
-	struct tc_tree tree = {0};
-	struct attach_args a;
-	int globals[GM_COUNT] = {-1, -1, -1, -1}, lock_fd = -1, ifindex, r, ret = 1;
-	bool qdisc_done = false, hook_done = false, pinning = false;
+	const char *iface = p->a.iface;
+	char err[512];
 	__u32 key = 0;
-	bool mqprio_hw = false;
-	unsigned num_tx_queues = 1;
 
-	if (attach_args_parse(argc, argv, &a, err, sizeof(err))) {
+	if (p->stale_pins)
+		iface_unpin_all(ctx->pin_root, iface);
+	if (p->replace_old) {
+		r = iface_teardown(ctx->pin_root, iface, &p->old, err, sizeof(err));
+		if (r < 0) {
+			cli_error(ctx, "attach %s: cannot remove the previous attach: %s", iface,
+				  err);
+			return -1;
+		}
+		if (r > 0)
+			cli_warn(ctx, "%s: %s", iface, err);
+		r = -1;
+	}
+	struct qdisc_spec spec = {p->ifindex,	    st->backend,  st->nbands,
+				  st->default_band, st->rate_bps, st->qdisc_handle};
+	bool mqprio_hw = false;
+	if (qdisc_install(&spec, &mqprio_hw, warn, warnlen, err, sizeof(err))) {
+		cli_error(ctx, "attach %s: %s", iface, err);
+		goto out;
+	}
+	*done |= ATTACH_DID_QDISC;
+	st->mqprio_hw = mqprio_hw;
+	if (warn[0])
+		cli_warn(ctx, "%s: %s", iface, warn);
+	if (load_classifier(ctx, p, globals, &skel))
+		goto out;
+	*done |= ATTACH_DID_PINS; /* a failed pin_iface may have pinned some */
+	if (pin_iface(skel, ctx->pin_root, iface, err, sizeof(err)) ||
+	    tc_hook_attach(bpf_program__fd(skel->progs.mercury_egress), p->ifindex, p->a.hook,
+			   p->link_pin, &hook, err, sizeof(err))) {
+		cli_error(ctx, "attach %s: %s", iface, err);
+		goto out;
+	}
+	*done |= ATTACH_DID_HOOK;
+	iface_state_set_hook(st, &hook);
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	st->attached_at_ns = (__u64)now.tv_sec * 1000000000ull + (__u64)now.tv_nsec;
+	if (bpf_map_update_elem(bpf_map__fd(skel->maps.attach_state), &key, st, BPF_ANY)) {
+		cli_error(ctx, "attach %s: cannot write the attach record: %s", iface,
+			  strerror(errno));
+		goto out;
+	}
+	r = 0;
+out:
+	classifier_bpf__destroy(skel);
+	pins_close_globals(globals);
+	return r;
+}
+
+/* The exact inverse of what attach_apply did: leave nothing half-attached. */
+static void attach_undo(const struct cli_ctx *ctx, const struct attach_plan *p, unsigned done)
+{
+	char err[256];
+
+	if (iface_undo(ctx->pin_root, p->a.iface, &p->st, done, &p->tree, err, sizeof(err)))
+		cli_error(ctx, "attach %s: undoing: %s", p->a.iface, err);
+	fastpath_release_unused(ctx->pin_root);
+}
+
+int do_attach(const struct cli_ctx *ctx, int argc, char **argv)
+{
+	static struct attach_plan p; /* large: keep it off the stack */
+	char err[512] = "", warn[256] = "";
+	unsigned done = 0;
+	int lock_fd, r, ret = 1;
+
+	memset(&p, 0, sizeof(p));
+	if (attach_args_parse(argc, argv, &p.a, err, sizeof(err))) {
 		cli_error(ctx, "attach: %s", err);
 		return 2;
 	}
-	if (a.help) {
+	if (p.a.help) {
 		cli_usage(stdout, &attach_command);
 		return 0;
 	}
-	if (a.from)
-		return attach_from_file(ctx, a.from, do_attach);
-	ifindex = (int)if_nametoindex(a.iface);
-	if (!ifindex) {
-		cli_error(ctx, "attach: no interface '%s' (see ip link)", a.iface);
+	if (p.a.from)
+		return attach_from_file(ctx, p.a.from, do_attach);
+	p.ifindex = (int)if_nametoindex(p.a.iface);
+	if (!p.ifindex) {
+		cli_error(ctx, "attach: no interface '%s' (see ip link)", p.a.iface);
 		return 1;
 	}
 	if (geteuid() != 0) {
@@ -222,170 +422,22 @@ int do_attach(const struct cli_ctx *ctx, int argc, char **argv)
 	}
 	if (pins_prepare(ctx->pin_root, err, sizeof(err)) ||
 	    (lock_fd = pins_lock(ctx->pin_root, err, sizeof(err))) < 0) {
-		cli_error(ctx, "attach %s: %s", a.iface, err);
+		cli_error(ctx, "attach %s: %s", p.a.iface, err);
 		return 1;
 	}
-	pins_path(link_pin, sizeof(link_pin), ctx->pin_root, a.iface, PIN_LINK);
-
-	r = iface_state_read(ctx->pin_root, a.iface, &old);
-	if (r == 0 && old.netns_ino != current_netns_ino()) {
-		cli_error(
-		    ctx,
-		    "attach: %s/%s belongs to an interface '%s' of another network namespace; "
-		    "give this one its own --pin-root",
-		    ctx->pin_root, a.iface, a.iface);
-		goto out;
+	pins_path(p.link_pin, sizeof(p.link_pin), ctx->pin_root, p.a.iface, PIN_LINK);
+	r = plan_previous(ctx, &p);
+	if (r == 0)
+		r = plan_backend(ctx, &p);
+	if (r == 0 && attach_apply(ctx, &p, &done, warn, sizeof(warn)) == 0) {
+		print_attached(ctx, p.a.iface, &p.st, "attached", warn, p.why);
+		ret = 0;
+	} else if (r == 0) {
+		attach_undo(ctx, &p, done);
 	}
-	if (r == 0) {
-		struct tc_hook_result h;
-
-		iface_state_hook(&old, &h);
-		if (attach_matches(&old, &a, ifindex) && tc_hook_present(ifindex, &h, link_pin)) {
-			print_attached(ctx, a.iface, &old, "already attached", NULL, NULL);
-			ret = 0;
-			goto out;
-		}
-		if (old.ifindex != (__u32)ifindex) {
-			/* The device was deleted and re-created: its old pins are stale. */
-			iface_unpin_all(ctx->pin_root, a.iface);
-		} else if (!a.force) {
-			cli_error(ctx,
-				  "attach: %s is already attached (%s, %u bands); detach it first "
-				  "or use --force to re-attach with other settings",
-				  a.iface, backend_name(old.backend), old.nbands);
-			goto out;
-		} else if ((r = iface_teardown(ctx->pin_root, a.iface, &old, err, sizeof(err))) <
-			   0) {
-			cli_error(ctx, "attach %s: cannot remove the previous attach: %s", a.iface,
-				  err);
-			goto out;
-		} else if (r > 0) {
-			cli_warn(ctx, "%s: %s", a.iface, err);
-		}
-	} else if (r != -ENOENT) {
-		iface_state_strerror(ctx->pin_root, a.iface, r, err, sizeof(err));
-		cli_error(ctx, "attach %s: %s", a.iface, err);
-		goto out;
-	}
-
-	if (root_qdisc_conflict(ctx, &a, ifindex, &tree, &num_tx_queues, err, sizeof(err))) {
-		cli_error(ctx, "attach: %s", err);
-		goto out;
-	}
-	st.backend = a.backend;
-	st.rate_bps = a.rate_bps;
-	if (st.backend == MERCURY_BACKEND_NONE &&
-	    qdisc_pick_auto(ifindex, a.rate_bps, (enum mercury_backend *)&st.backend, why,
-			    sizeof(why))) {
-		cli_error(ctx, "attach %s: --qdisc auto found no usable backend: %s", a.iface, why);
-		goto out;
-	}
-	if (st.rate_bps == 0 &&
-	    (st.backend == MERCURY_BACKEND_HTB || st.backend == MERCURY_BACKEND_TBF) &&
-	    a.backend == MERCURY_BACKEND_NONE) {
-		/* auto chose a shaper without --rate: shape at the link's speed */
-		uint64_t link_rate = 0;
-
-		if (qdisc_link_rate(ifindex, &link_rate) == 0)
-			st.rate_bps = link_rate;
-	}
-	st.nbands = a.bands ? a.bands : backend_default_bands(st.backend);
-	if (!a.bands && num_tx_queues >= 2) /* mqprio: no more bands than TX queues */
-		st.nbands = band_plan_fit_bands(st.backend, st.nbands, num_tx_queues);
-	st.default_band = a.default_band >= 0 ? (unsigned)a.default_band : st.nbands - 1;
-	st.qdisc_handle = MERCURY_QDISC_HANDLE;
-	if (band_plan(st.backend, st.nbands, st.default_band, st.qdisc_handle, &cfg, err,
-		      sizeof(err))) {
-		cli_error(ctx, "attach %s: %s", a.iface, err);
-		goto out;
-	}
-	st.nbands = cfg.nbands; /* the backend may have fewer bands than asked (tbf: 3) */
-	st.default_band = cfg.default_band;
-
-	struct qdisc_spec spec = {.ifindex = ifindex,
-				  .backend = st.backend,
-				  .nbands = st.nbands,
-				  .default_band = st.default_band,
-				  .rate_bps = st.rate_bps,
-				  .handle = st.qdisc_handle};
-	if (qdisc_install(&spec, &mqprio_hw, warn, sizeof(warn), err, sizeof(err))) {
-		cli_error(ctx, "attach %s: %s", a.iface, err);
-		goto out;
-	}
-	qdisc_done = true;
-	st.mqprio_hw = mqprio_hw;
-	if (warn[0])
-		cli_warn(ctx, "%s: %s", a.iface, warn);
-
-	if (pins_global_maps(ctx->pin_root, globals, err, sizeof(err))) {
-		cli_error(ctx, "attach %s: %s", a.iface, err);
-		goto out;
-	}
-	skel = classifier_bpf__open();
-	if (!skel || pins_reuse_globals(skel->obj, globals) || classifier_bpf__load(skel)) {
-		cli_error(ctx,
-			  "attach %s: cannot load the classifier: %s (run with -v for the "
-			  "verifier log)",
-			  a.iface, strerror(errno));
-		goto out;
-	}
-	if ((r = save_tree_map(skel, &tree, &st))) {
-		cli_error(ctx, "attach %s: cannot record the replaced qdisc tree: %s", a.iface,
-			  strerror(-r));
-		goto out;
-	}
-	if (bpf_map_update_elem(bpf_map__fd(skel->maps.cfg), &key, &cfg, BPF_ANY)) {
-		cli_error(ctx, "attach %s: cannot write the band configuration: %s", a.iface,
-			  strerror(errno));
-		goto out;
-	}
-
-	pinning = true;
-	if (pin_iface(skel, ctx->pin_root, a.iface, err, sizeof(err)) ||
-	    tc_hook_attach(bpf_program__fd(skel->progs.mercury_egress), ifindex, a.hook, link_pin,
-			   &hook, err, sizeof(err))) {
-		cli_error(ctx, "attach %s: %s", a.iface, err);
-		goto out;
-	}
-	hook_done = true;
-	st.layout_version = MERCURY_LAYOUT_VERSION;
-	st.ifindex = (__u32)ifindex;
-	st.netns_ino = current_netns_ino();
-	st.hook = hook.hook;
-	st.created_clsact = hook.created_clsact;
-	st.tc_handle = hook.tc_handle;
-	st.tc_priority = hook.tc_priority;
-	struct timespec now;
-	clock_gettime(CLOCK_REALTIME, &now);
-	st.attached_at_ns = (__u64)now.tv_sec * 1000000000ull + (__u64)now.tv_nsec;
-	if (bpf_map_update_elem(bpf_map__fd(skel->maps.attach_state), &key, &st, BPF_ANY)) {
-		cli_error(ctx, "attach %s: cannot write the attach record: %s", a.iface,
-			  strerror(errno));
-		goto out;
-	}
-	print_attached(ctx, a.iface, &st, "attached", warn, why);
-	ret = 0;
-out:
-	if (ret) {
-		/* Leave nothing half-attached: undo in reverse order. */
-		char e2[256];
-
-		if (hook_done)
-			tc_hook_detach(ifindex, &hook, link_pin, e2, sizeof(e2));
-		if (qdisc_done) {
-			qdisc_remove(ifindex, st.qdisc_handle, e2, sizeof(e2));
-			if (tree.count &&
-			    tc_tree_replay(ifindex, tree.buf, tree.len, e2, sizeof(e2)))
-				cli_error(ctx, "attach %s: %s", a.iface, e2);
-		}
-		if (pinning)
-			iface_unpin_all(ctx->pin_root, a.iface);
-		fastpath_release_unused(ctx->pin_root);
-	}
-	classifier_bpf__destroy(skel);
-	tc_tree_free(&tree);
-	pins_close_globals(globals);
-	if (lock_fd >= 0)
-		close(lock_fd);
+	if (r == 1)
+		ret = 0; /* already attached as asked */
+	tc_tree_free(&p.tree);
+	close(lock_fd);
 	return ret;
 }

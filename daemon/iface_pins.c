@@ -134,6 +134,14 @@ int iface_stats_read(const char *root, const char *iface, struct mercury_stats *
 	return r;
 }
 
+void iface_state_set_hook(struct mercury_attach_state *st, const struct tc_hook_result *hook)
+{
+	st->hook = hook->hook;
+	st->created_clsact = hook->created_clsact;
+	st->tc_handle = hook->tc_handle;
+	st->tc_priority = hook->tc_priority;
+}
+
 void iface_state_hook(const struct mercury_attach_state *st, struct tc_hook_result *hook)
 {
 	memset(hook, 0, sizeof(*hook));
@@ -226,36 +234,49 @@ static int restore_tree(const char *root, const char *iface, const struct mercur
 		r = -EPROTO;
 	} else {
 		r = tc_tree_replay((int)st->ifindex, tree->msgs, tree->len, err, errlen);
-		if (r == -EBUSY)
-			r = 1;
 	}
 	free(tree);
 	return r;
 }
 
-int iface_teardown(const char *root, const char *iface, const struct mercury_attach_state *st,
-		   char *err, size_t errlen)
+int iface_undo(const char *root, const char *iface, const struct mercury_attach_state *st,
+	       unsigned done, const struct tc_tree *tree, char *err, size_t errlen)
 {
 	struct tc_hook_result hook;
 	char link_pin[PATH_MAX];
-	int r;
+	int r = 0;
 
 	err[0] = '\0';
 	pins_path(link_pin, sizeof(link_pin), root, iface, PIN_LINK);
-	iface_state_hook(st, &hook);
-	r = tc_hook_detach((int)st->ifindex, &hook, link_pin, err, errlen);
-	if (r)
-		return r;
-	r = qdisc_remove((int)st->ifindex, st->qdisc_handle, err, errlen);
-	if (r && r != -ENOENT)
-		return r;
-	if (st->saved_tree_len) {
-		r = restore_tree(root, iface, st, err, errlen);
+	if (done & ATTACH_DID_HOOK) {
+		iface_state_hook(st, &hook);
+		r = tc_hook_detach((int)st->ifindex, &hook, link_pin, err, errlen);
+		if (r)
+			return r;
+	}
+	if (done & ATTACH_DID_QDISC) {
+		r = qdisc_remove((int)st->ifindex, st->qdisc_handle, err, errlen);
+		if (r && r != -ENOENT)
+			return r;
+		r = 0;
+		if (tree && tree->count)
+			r = tc_tree_replay((int)st->ifindex, tree->buf, tree->len, err, errlen);
+		else if (!tree && st->saved_tree_len)
+			r = restore_tree(root, iface, st, err, errlen);
+		if (r == -EBUSY)
+			r = 1;
 		if (r < 0)
 			return r; /* the pins stay: a second detach tries again */
 	}
-	iface_unpin_all(root, iface);
+	if (done & ATTACH_DID_PINS)
+		iface_unpin_all(root, iface);
 	return r > 0 ? 1 : 0;
+}
+
+int iface_teardown(const char *root, const char *iface, const struct mercury_attach_state *st,
+		   char *err, size_t errlen)
+{
+	return iface_undo(root, iface, st, ATTACH_DID_ALL, NULL, err, errlen);
 }
 
 /* Health: are the pieces attach put in place still there? */

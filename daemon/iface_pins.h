@@ -35,6 +35,8 @@ int iface_stats_read(const char *root, const char *iface, struct mercury_stats *
 
 /* The hook description stored in the attach record. */
 void iface_state_hook(const struct mercury_attach_state *st, struct tc_hook_result *hook);
+/* The reverse: records where the classifier was hooked. */
+void iface_state_set_hook(struct mercury_attach_state *st, const struct tc_hook_result *hook);
 
 /* "ok", or what is wrong: "classifier missing", "root qdisc replaced", "device gone",
  * "detach incomplete (run detach again)", "in another network namespace". */
@@ -51,10 +53,25 @@ void pins_remove_globals(const char *root);
 /* Calls fn for each attached interface (each directory holding an attach record). */
 int iface_for_each(const char *root, int (*fn)(const char *iface, void *arg), void *arg);
 
+/* The steps of an attach, in the order it takes them; undo reverses the ones done. */
+enum attach_did {
+	ATTACH_DID_QDISC = 1, /* Mercury's root qdisc replaced the previous one */
+	ATTACH_DID_PINS = 2,  /* the classifier and its maps are pinned */
+	ATTACH_DID_HOOK = 4,  /* the classifier is hooked at TC egress */
+	ATTACH_DID_ALL = 7,
+};
+struct tc_tree;
+
+/* The exact inverse of the steps in `done` of an attach described by st: unhook, remove the
+ * root qdisc and replay the tree it replaced (from `tree`, or from the pinned copy when tree
+ * is NULL), unpin. Return values as iface_teardown's. */
+int iface_undo(const char *root, const char *iface, const struct mercury_attach_state *st,
+	       unsigned done, const struct tc_tree *tree, char *err, size_t errlen);
+
 /* Undoes an attach described by st: hook, qdisc (replaying the tree it replaced), pins. Used
- * by detach and by attach --force. 0, or 1 when done but the saved tree was not put back
- * because another root has taken its place (err says which), or -errno with err set and the
- * pins kept so that running it again finishes the job. */
+ * by detach and by attach --force (iface_undo of every step). 0, or 1 when done but the saved tree
+ * was not put back because another root has taken its place (err says which), or -errno with err
+ * set and the pins kept so that running it again finishes the job. */
 int iface_teardown(const char *root, const char *iface, const struct mercury_attach_state *st,
 		   char *err, size_t errlen);
 

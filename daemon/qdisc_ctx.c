@@ -364,4 +364,3 @@ int qdisc_ctx_delete_root(struct qdisc_ctx *c, uint32_t handle)
 	}
 	return 0;
 }
-
