@@ -60,20 +60,6 @@ unsigned backend_default_bands(enum mercury_backend b)
 	return i ? i->default_bands : 0;
 }
 
-unsigned backend_min_bands(enum mercury_backend b)
-{
-	const struct backend_info *i = info(b);
-
-	return i ? i->min_bands : 0;
-}
-
-unsigned backend_max_bands(enum mercury_backend b)
-{
-	const struct backend_info *i = info(b);
-
-	return i ? i->max_bands : 0;
-}
-
 unsigned band_plan_fit_bands(enum mercury_backend b, unsigned nbands, unsigned num_tx_queues)
 {
 	if (b == MERCURY_BACKEND_MQPRIO && nbands > num_tx_queues)

@@ -65,10 +65,6 @@ int backend_from_name(const char *s, enum mercury_backend *out);
 /* Band count used when the user gives none (tbf: 3, the pfifo_fast bands); 0 for NONE. */
 unsigned backend_default_bands(enum mercury_backend b);
 
-/* Smallest and largest band counts the backend can build (htb: 15, nested, see above). */
-unsigned backend_min_bands(enum mercury_backend b);
-unsigned backend_max_bands(enum mercury_backend b);
-
 /* mqprio cannot have more traffic classes than tx queues: min(nbands, num_tx_queues) for
  * mqprio, nbands for every other backend. Call it before band_plan() for mqprio. */
 unsigned band_plan_fit_bands(enum mercury_backend b, unsigned nbands, unsigned num_tx_queues);

@@ -101,4 +101,3 @@ int ps_enqueue(struct ps_conn *c, uint16_t type, int slice, uint64_t iter, uint6
 		it.h.layer = (uint32_t)c->node->pl.slices[slice].layer;
 	return ps_sendq_push(&c->q, &it);
 }
-

@@ -1,4 +1,5 @@
-/* The ideal iteration of BRIEF section 1, computed on the profile and the bottleneck rate. */
+/* The paper's ideal iteration (ps/README.md, "Modes"), computed on the profile and the
+ * bottleneck rate. */
 #include <stdlib.h>
 #include <string.h>
 

@@ -2,7 +2,7 @@
  * mercury-ps: Mercury's reference parameter server.
  *   mercury-ps run    one node (server + worker) of a cluster, one process per node
  *   mercury-ps local  N nodes as threads on 127.0.0.1 (quick checks)
- *   mercury-ps ideal  the BRIEF section 1 bound for a profile, cluster size and rate
+ *   mercury-ps ideal  the paper's bound (ps/README.md) for a profile, cluster size and rate
  * Results are printed as one JSON object per node on stdout.
  */
 #include <errno.h>

@@ -1,11 +1,13 @@
 /*
- * One node: connection setup, the tx threads, failure handling, teardown.
+ * One node: setup (model, listener, connections to every server), the tx threads, the
+ * accept loop and its layout check, teardown.
  *
  * Tensor -> socket mapping. A TCP stream is ordered, so bytes queued behind a big
  * low-priority tensor wait for it whatever the qdisc does; preemption only happens across
- * sockets. In mercury mode each worker-server pair therefore has K connections (default 8,
- * the htb backend's bands) and layer l travels on connection floor(l * K / L), pushes and
- * pulls alike: consecutive layers share a socket, different priority groups never do. Each
+ * sockets. In mercury mode each worker-server pair therefore has K push connections
+ * (default 16, at most one per layer) and K pull connections, and layer l travels on
+ * connection floor(l * K / L) of each: consecutive layers share a socket, different
+ * priority groups never do (ps_map_connections). Each
  * connection's queue is also ordered (older iteration first, then lower layer), so within a
  * socket the next whole tensor handed to TCP is the most urgent one waiting. fifo and
  * partition modes use one connection per pair, as ps-lite does.

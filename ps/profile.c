@@ -90,12 +90,3 @@ void ps_profile_free(struct ps_profile *p)
 	p->layers = NULL;
 	p->nlayers = 0;
 }
-
-uint64_t ps_profile_params(const struct ps_profile *p)
-{
-	uint64_t s = 0;
-
-	for (int i = 0; i < p->nlayers; i++)
-		s += p->layers[i].params;
-	return s;
-}

@@ -45,7 +45,6 @@ struct ps_profile {
 /* Loads a profile; 0, or negative errno with a message in err. */
 int ps_profile_load(const char *path, struct ps_profile *p, char *err, size_t errlen);
 void ps_profile_free(struct ps_profile *p);
-uint64_t ps_profile_params(const struct ps_profile *p);
 
 /* ---- placement (MXNet KVStore rules) ---- */
 
@@ -85,7 +84,7 @@ void ps_placement_free(struct ps_placement *pl);
  */
 int ps_map_connections(int nlayers, int conns, int groups, int *conn_of);
 
-/* ---- the ideal iteration (BRIEF section 1) ---- */
+/* ---- the ideal iteration (ps/README.md, "Modes": the paper's bound) ---- */
 
 struct ps_ideal_in {
 	int nlayers;
