@@ -26,11 +26,15 @@ CLANG    ?= clang
 BPFTOOL  ?= bpftool
 PKGS     := libbpf libnl-route-3.0 json-c libsystemd
 
+# daemon/: cli/ (the verbs), tc/ (qdiscs, the hook, saved trees), loader/ (BPF objects,
+# pins, the fast path), service/ (serve: events, tags, job state, metrics).
+DAEMON_DIRS := cli tc loader service
+DAEMON_INC  := $(DAEMON_DIRS:%=-Idaemon/%)
 WARN     := -Wall -Wextra -Werror
 CFLAGS   ?= -O2 -g
 # Error messages are snprintf-ed into fixed buffers on purpose: truncation is acceptable there.
 SANITIZE ?=
-override CFLAGS += $(SANITIZE) -std=c11 -D_GNU_SOURCE $(WARN) -Wno-format-truncation -Iinclude -Icommon -Idaemon -I$(BUILD) \
+override CFLAGS += $(SANITIZE) -std=c11 -D_GNU_SOURCE $(WARN) -Wno-format-truncation -Iinclude -Icommon $(DAEMON_INC) -I$(BUILD) \
             $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 # Header dependencies from the compiler, the generated skeletons included: a changed
 # bpf/classify.h must rebuild every object that embeds the classifier.
@@ -45,7 +49,7 @@ BPF_SRCS   := $(wildcard bpf/*.bpf.c)
 BPF_OBJS   := $(BPF_SRCS:bpf/%.bpf.c=$(BUILD)/%.bpf.o)
 SKELS      := $(BPF_SRCS:bpf/%.bpf.c=$(BUILD)/%.skel.h)
 
-DAEMON_SRCS := $(filter-out daemon/main.c,$(wildcard daemon/*.c))
+DAEMON_SRCS := $(filter-out daemon/cli/main.c,$(wildcard daemon/*/*.c))
 # common/: what daemon/ and ps/ share (stream position, rate parsing), linked into both.
 COMMON_SRCS := $(wildcard common/*.c)
 COMMON_OBJS := $(COMMON_SRCS:%.c=$(BUILD)/%.o)
@@ -84,7 +88,7 @@ $(BUILD)/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h common/*.h) include/mercury_abi
 $(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
 	$(BPFTOOL) gen skeleton $< > $@.tmp && mv $@.tmp $@
 
-$(BUILD)/daemon/%.o: daemon/%.c $(wildcard daemon/*.h include/*.h common/*.h) | $(SKELS)
+$(BUILD)/daemon/%.o: daemon/%.c $(wildcard daemon/*/*.h include/*.h common/*.h) | $(SKELS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -c $< -o $@
 
@@ -95,7 +99,7 @@ $(BUILD)/common/%.o: common/%.c $(wildcard common/*.h include/*.h)
 $(BUILD)/libmercuryd.a: $(DAEMON_OBJS)
 	rm -f $@ && ar rcs $@ $^
 
-$(BUILD)/mercuryd: $(BUILD)/daemon/main.o $(BUILD)/libmercuryd.a
+$(BUILD)/mercuryd: $(BUILD)/daemon/cli/main.o $(BUILD)/libmercuryd.a
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libmercuryd.a
@@ -186,10 +190,10 @@ demo: all
 
 # libFuzzer over the event decoder (make fuzz FUZZ_RUNS=N; the test run does 1M).
 FUZZ_RUNS ?= 10000000
-$(BUILD)/fuzz/fuzz_wire: fuzz/fuzz_wire.c daemon/wire_decode.c daemon/wire_decode.h include/mercury_wire.h
+$(BUILD)/fuzz/fuzz_wire: fuzz/fuzz_wire.c daemon/service/wire_decode.c daemon/service/wire_decode.h include/mercury_wire.h
 	@mkdir -p $(@D)
 	$(CLANG) -g -O1 -std=c11 -D_GNU_SOURCE $(WARN) -fsanitize=fuzzer,address,undefined \
-		-Iinclude -Icommon -Idaemon fuzz/fuzz_wire.c daemon/wire_decode.c -o $@
+		-Iinclude -Icommon -Idaemon/service fuzz/fuzz_wire.c daemon/service/wire_decode.c -o $@
 
 fuzz: $(BUILD)/fuzz/fuzz_wire
 	mkdir -p $(BUILD)/fuzz/corpus && cp fuzz/corpus/* $(BUILD)/fuzz/corpus/
@@ -223,7 +227,7 @@ UNITDIR    ?= $(PREFIX)/lib/systemd/system
 COMPDIR    ?= $(PREFIX)/share/bash-completion/completions
 # Debian's python3 reads /usr/lib/python3/dist-packages and /usr/local/lib/python3.X/dist-packages.
 PYTHONDIR  ?= $(if $(filter /usr,$(PREFIX)),/usr/lib/python3/dist-packages,$(PREFIX)/lib/python$(shell python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)/dist-packages)
-VERSION    := $(shell sed -n 's/^\#define MERCURY_VERSION "\(.*\)"/\1/p' daemon/main.c)
+VERSION    := $(shell sed -n 's/^\#define MERCURY_VERSION "\(.*\)"/\1/p' daemon/cli/main.c)
 INSTALLED  := $(SBINDIR)/mercuryd $(BINDIR)/mercury-ps $(LIBDIR)/libmercury.so.1 $(LIBDIR)/libmercury.so \
 	$(LIBDIR)/libmercury.a $(INCLUDEDIR)/mercury.h $(INCLUDEDIR)/mercury_groups.h \
 	$(LIBDIR)/pkgconfig/mercury.pc $(MANDIR)/man8/mercuryd.8 $(UNITDIR)/mercuryd.service \

@@ -26,7 +26,7 @@ run_flow() { # -> Gbit/s
 		jq '.end.sum_received.bits_per_second / 1e9'
 }
 mode_none() { :; }
-mode_tree_on() { # mercuryd's htb shape (daemon/qdisc_htb.c), built by hand
+mode_tree_on() { # mercuryd's htb shape (daemon/tc/qdisc_htb.c), built by hand
 	local b
 	in_s tc qdisc add dev va root handle 4d45: htb default 17
 	in_s tc class add dev va parent 4d45: classid 4d45:1 htb rate 100gbit ceil 100gbit \

@@ -5,6 +5,6 @@
 set -uo pipefail
 root=${MERCURY_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 build=${MERCURY_BUILD:-$root/build}
-[ -d "$build/daemon" ] && [ -d "$build/ps" ] || { echo "SKIP: objects not built (make)"; exit 77; }
+[ -d "$build/daemon/tc" ] && [ -d "$build/ps" ] || { echo "SKIP: objects not built (make)"; exit 77; }
 command -v nm >/dev/null || { echo "SKIP: no nm"; exit 77; }
-/usr/bin/python3 "$root/tests/system/module_graph.py" "$build" daemon ps common
+/usr/bin/python3 "$root/tests/system/module_graph.py" "$build" daemon/cli daemon/tc daemon/loader daemon/service ps common
