@@ -5,6 +5,7 @@
 #include "qdisc.h"
 #include "band_plan.h"
 #include "qdisc_backend.h"
+#include "scratch.h"
 #include "tc_tree.h"
 
 #include <errno.h>
@@ -199,60 +200,65 @@ static void trim_tail(char *s)
 		s[--n] = '\0';
 }
 
-int qdisc_pick_auto(int ifindex, uint64_t rate_bps, enum mercury_backend *out, char *why,
-		    size_t whylen)
+/* The one trial auto makes on the live device: whether the NIC offloads mqprio, which no
+ * scratch device can tell. A NIC without offload refuses it before anything changes; one with
+ * offload takes it, and it is taken down again (a foreign tree is put back). */
+static int try_mqprio_hw(struct qdisc_ctx *c, char *tried, size_t triedlen)
 {
-	static const enum mercury_backend order[] = {MERCURY_BACKEND_MQPRIO, MERCURY_BACKEND_PRIO,
-						     MERCURY_BACKEND_ETS, MERCURY_BACKEND_HTB,
-						     MERCURY_BACKEND_TBF};
-	char tried[512] = "", err[256], rate_src[64] = "";
+	struct qdisc_spec s = {.ifindex = c->ifindex, .backend = MERCURY_BACKEND_MQPRIO};
 	struct tc_tree saved = {0};
-	struct qdisc_ctx c;
 	struct qdisc_root root;
+	char err[256];
+	bool hw = false;
 	int rc;
 
-	*out = MERCURY_BACKEND_NONE;
-	rc = qdisc_ctx_open(&c, ifindex, why, whylen);
+	s.nbands =
+	    band_plan_fit_bands(s.backend, backend_default_bands(s.backend), c->num_tx_queues);
+	s.default_band = s.nbands - 1;
+	rc = qdisc_ctx_root(c, &root);
+	if (rc == 0 && !root.is_default && root.handle != MERCURY_QDISC_HANDLE)
+		rc = tc_tree_save_ctx(c, &saved);
+	if (rc == 0) {
+		c->err = err;
+		c->errlen = sizeof(err);
+		rc = ctx_install(c, &s, true, &hw, NULL, 0);
+		if (rc == 0)
+			rollback(c, MERCURY_QDISC_HANDLE, &saved);
+		else
+			append(tried, triedlen, "%s: %s; ", "mqprio",
+			       rc == -EOPNOTSUPP ? "not available in this kernel" : err);
+	}
+	tc_tree_free(&saved);
+	return rc;
+}
+
+struct probe {
+	uint64_t rate_bps;
+	const char *rate_src;
+};
+
+/* On a scratch device (scratch.h): the software backends in auto's order. Answers
+ * "<backend number> <what was tried>" in msg. */
+static int probe_software(int ifindex, void *arg, char *msg, size_t msglen)
+{
+	static const enum mercury_backend order[] = {MERCURY_BACKEND_PRIO, MERCURY_BACKEND_ETS,
+						     MERCURY_BACKEND_HTB, MERCURY_BACKEND_TBF};
+	const struct probe *p = arg;
+	char tried[512] = "", err[256];
+	struct qdisc_ctx c;
+	int rc = qdisc_ctx_open(&c, ifindex, msg, msglen);
+
 	if (rc < 0)
 		return rc;
-	rc = qdisc_ctx_root(&c, &root);
-	if (rc == 0 && root.handle == MERCURY_QDISC_HANDLE) {
-		/* A leftover of Mercury's (the caller checked its attach record): drop it. */
-		rc = qdisc_ctx_delete_root(&c, MERCURY_QDISC_HANDLE);
-	} else if (rc == 0 && !root.is_default) {
-		/* Trials replace the root: keep a foreign tree to put back after each. */
-		rc = tc_tree_save_ctx(&c, &saved);
-	}
-	if (rc < 0)
-		goto out;
-	if (rate_bps) {
-		snprintf(rate_src, sizeof(rate_src), " at %llu B/s (given)",
-			 (unsigned long long)rate_bps);
-	} else if (qdisc_link_rate(ifindex, &rate_bps) == 0) {
-		snprintf(rate_src, sizeof(rate_src), " at %llu B/s (link speed)",
-			 (unsigned long long)rate_bps);
-	}
-
-	for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
+	rc = -EOPNOTSUPP;
+	for (size_t i = 0; i < sizeof(order) / sizeof(order[0]) && rc; i++) {
 		enum mercury_backend b = order[i];
-		bool shaper = b == MERCURY_BACKEND_HTB || b == MERCURY_BACKEND_TBF;
-		struct qdisc_spec s = {
-		    .ifindex = ifindex,
-		    .backend = b,
-		    .nbands = backend_default_bands(b),
-		    .rate_bps = rate_bps,
-		};
-		bool hw = false;
+		struct qdisc_spec s = {.ifindex = ifindex,
+				       .backend = b,
+				       .nbands = backend_default_bands(b),
+				       .rate_bps = p->rate_bps};
 
-		if (b == MERCURY_BACKEND_MQPRIO) {
-			if (c.num_tx_queues < 2) {
-				append(tried, sizeof(tried), "%s: %s; ", "mqprio",
-				       "single tx queue");
-				continue;
-			}
-			s.nbands = band_plan_fit_bands(b, s.nbands, c.num_tx_queues);
-		}
-		if (shaper && !rate_bps) {
+		if ((b == MERCURY_BACKEND_HTB || b == MERCURY_BACKEND_TBF) && !p->rate_bps) {
 			append(tried, sizeof(tried), "%s: %s; ", backend_name(b),
 			       "no --rate and no link speed");
 			continue;
@@ -260,25 +266,68 @@ int qdisc_pick_auto(int ifindex, uint64_t rate_bps, enum mercury_backend *out, c
 		s.default_band = s.nbands - 1;
 		c.err = err;
 		c.errlen = sizeof(err);
-		rc = ctx_install(&c, &s, true, &hw, NULL, 0);
-		if (rc == 0) {
-			/* Only a trial: take it down and put a foreign root back. */
-			rollback(&c, MERCURY_QDISC_HANDLE, &saved);
-			*out = b;
-			trim_tail(tried);
-			snprintf(why, whylen, "%s%s%s%s%s", backend_name(b),
-				 b == MERCURY_BACKEND_MQPRIO ? " with hardware offload" : "",
-				 shaper ? rate_src : "", tried[0] ? "; not chosen: " : "", tried);
-			goto out;
-		}
-		append(tried, sizeof(tried), "%s: %s; ", backend_name(b),
-		       rc == -EOPNOTSUPP ? "not available in this kernel" : err);
+		rc = ctx_install(&c, &s, true, NULL, NULL, 0);
+		if (rc == 0)
+			snprintf(msg, msglen, "%d %s", (int)b, tried);
+		else
+			append(tried, sizeof(tried), "%s: %s; ", backend_name(b),
+			       rc == -EOPNOTSUPP ? "not available in this kernel" : err);
 	}
+	if (rc)
+		snprintf(msg, msglen, "%s", tried);
+	qdisc_ctx_close(&c);
+	return rc;
+}
+
+int qdisc_pick_auto(int ifindex, uint64_t rate_bps, enum mercury_backend *out, char *why,
+		    size_t whylen)
+{
+	char tried[512] = "", answer[768], rate_src[64] = "";
+	struct qdisc_ctx c;
+	int rc, b = 0, used = 0;
+
+	*out = MERCURY_BACKEND_NONE;
+	rc = qdisc_ctx_open(&c, ifindex, why, whylen);
+	if (rc < 0)
+		return rc;
+	if (rate_bps)
+		snprintf(rate_src, sizeof(rate_src), " at %llu B/s (given)",
+			 (unsigned long long)rate_bps);
+	else if (qdisc_link_rate(ifindex, &rate_bps) == 0)
+		snprintf(rate_src, sizeof(rate_src), " at %llu B/s (link speed)",
+			 (unsigned long long)rate_bps);
+	if (c.num_tx_queues < 2) {
+		append(tried, sizeof(tried), "%s: %s; ", "mqprio", "single tx queue");
+	} else if (try_mqprio_hw(&c, tried, sizeof(tried)) == 0) {
+		*out = MERCURY_BACKEND_MQPRIO;
+		snprintf(why, whylen, "mqprio with hardware offload");
+		goto out;
+	}
+	/* Every other backend is software: whether this kernel has it is tried on a scratch
+	 * device, never on this one (a trial would replace its root and drop its queue). */
+	struct probe p = {rate_bps, rate_src};
+	rc = scratch_run(c.num_tx_queues, probe_software, &p, answer, sizeof(answer));
+	if (rc == 0 && sscanf(answer, "%d %n", &b, &used) == 1 && b > MERCURY_BACKEND_NONE &&
+	    b < MERCURY_BACKEND_MAX) {
+		bool shaper = b == MERCURY_BACKEND_HTB || b == MERCURY_BACKEND_TBF;
+
+		append(tried, sizeof(tried), "%s%s", answer + used, "");
+		trim_tail(tried);
+		*out = (enum mercury_backend)b;
+		snprintf(why, whylen, "%s%s%s%s (probed on a scratch device)", backend_name(*out),
+			 shaper ? rate_src : "", tried[0] ? "; not chosen: " : "", tried);
+		goto out;
+	}
+	if (rc == -EOPNOTSUPP)
+		append(tried, sizeof(tried), "%s%s", answer, "");
 	trim_tail(tried);
-	snprintf(why, whylen, "no qdisc backend works on %s: %s", c.ifname, tried);
-	rc = -EOPNOTSUPP;
+	if (rc == -EOPNOTSUPP || rc == 0) {
+		snprintf(why, whylen, "no qdisc backend works on %s: %s", c.ifname, tried);
+		rc = -EOPNOTSUPP;
+	} else {
+		snprintf(why, whylen, "cannot probe the qdisc backends: %s", answer);
+	}
 out:
-	tc_tree_free(&saved);
 	qdisc_ctx_close(&c);
 	return rc;
 }

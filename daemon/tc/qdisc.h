@@ -49,12 +49,12 @@ int qdisc_install(const struct qdisc_spec *spec, bool *mqprio_hw, char *warn, si
 int qdisc_remove(int ifindex, uint32_t handle, char *err, size_t errlen);
 
 /*
- * Chooses a backend by trying each candidate on the device (install, then remove): mqprio
- * with hardware offload (multiqueue devices only), prio, ets, then, when a rate is known
- * (rate_bps, else qdisc_link_rate()), htb, then tbf. The device ends as it was (a foreign
- * root is saved and put back; a root with Mercury's handle is deleted as a leftover). *out is
- * the choice; why says what was chosen and why the others were not. -EOPNOTSUPP if nothing
- * fits.
+ * Chooses a backend without changing the device: mqprio with hardware offload (multiqueue
+ * devices only: the one trial made on the device itself, as only the NIC can say; one
+ * without offload refuses it before anything changes), then prio, ets and, when a rate is
+ * known (rate_bps, else qdisc_link_rate()), htb, then tbf, each tried on a scratch veth in a
+ * scratch network namespace (scratch.h) with as many TX queues. *out is the choice; why says
+ * what was chosen and why the others were not. -EOPNOTSUPP if nothing fits.
  * For htb/tbf chosen without rate_bps, install with qdisc_link_rate()'s rate.
  */
 int qdisc_pick_auto(int ifindex, uint64_t rate_bps, enum mercury_backend *out, char *why,

@@ -5,6 +5,7 @@
  */
 #include "tc_tree.h"
 #include "qdisc_ctx.h"
+#include "scratch.h"
 
 #include <errno.h>
 #include <sched.h>
@@ -872,68 +873,21 @@ static int first_unmatched(const uint8_t *a, size_t alen, const uint8_t *b, size
 	return miss;
 }
 
-static int scratch_veth(unsigned num_tx_queues, char *err, size_t errlen)
-{
-	struct rtnl_link *link = rtnl_link_veth_alloc(), *peer, *now = NULL, *up;
-	struct nl_sock *sk = nl_socket_alloc();
-	int rc = -ENOMEM;
+struct tree_buf {
+	const uint8_t *buf;
+	size_t len;
+};
 
-	if (!link || !sk)
-		goto out;
-	rc = nl_connect(sk, NETLINK_ROUTE);
-	if (rc < 0)
-		goto nlerr;
-	peer = rtnl_link_veth_get_peer(link);
-	rtnl_link_set_name(link, "mqscratch0");
-	rtnl_link_set_num_tx_queues(link, num_tx_queues ? num_tx_queues : 1);
-	rtnl_link_set_name(peer, "mqscratch1");
-	rtnl_link_put(peer);
-	rc = rtnl_link_add(sk, link, NLM_F_CREATE | NLM_F_EXCL);
-	if (rc == 0)
-		rc = rtnl_link_get_kernel(sk, 0, "mqscratch0", &now);
-	if (rc < 0)
-		goto nlerr;
-	up = rtnl_link_alloc();
-	rc = -ENOMEM;
-	if (up) {
-		rtnl_link_set_flags(up, IFF_UP);
-		rc = rtnl_link_change(sk, now, up, 0);
-		rtnl_link_put(up);
-	}
-	if (rc == 0)
-		rc = rtnl_link_get_ifindex(now);
-	if (rc >= 0)
-		goto out;
-nlerr:
-	snprintf(err, errlen, "cannot make a scratch veth to check the qdisc tree on: %s",
-		 nl_geterror(rc));
-	rc = -EIO;
-out:
-	if (now)
-		rtnl_link_put(now);
-	if (link)
-		rtnl_link_veth_release(link);
-	if (sk)
-		nl_socket_free(sk);
-	return rc;
-}
-
-/* Runs in the child: its own network namespace, a veth, replay, read back, compare. */
-static int verify_here(const uint8_t *buf, size_t len, unsigned num_tx_queues, char *err,
-		       size_t errlen)
+/* On the scratch device (scratch.h): replay, read back, compare. */
+static int verify_here(int ifindex, void *arg, char *err, size_t errlen)
 {
+	const struct tree_buf *t = arg;
+	const uint8_t *buf = t->buf;
+	size_t len = t->len;
 	struct tc_tree back;
 	char what[128];
-	int ifindex, rc, miss;
+	int rc, miss;
 
-	if (unshare(CLONE_NEWNET)) {
-		snprintf(err, errlen, "cannot make a scratch network namespace: %s",
-			 strerror(errno));
-		return -errno;
-	}
-	ifindex = scratch_veth(num_tx_queues, err, errlen);
-	if (ifindex < 0)
-		return ifindex;
 	rc = tc_tree_replay(ifindex, buf, len, err, errlen);
 	if (rc)
 		return -ENOTSUP; /* err names the object the kernel refused */
@@ -963,43 +917,10 @@ static int verify_here(const uint8_t *buf, size_t len, unsigned num_tx_queues, c
 
 int tc_tree_verify(const uint8_t *buf, size_t len, unsigned num_tx_queues, char *err, size_t errlen)
 {
-	int fds[2], status = 0;
-	ssize_t got = 0;
-	pid_t pid;
+	struct tree_buf t = {buf, len};
+	int rc = scratch_run(num_tx_queues, verify_here, &t, err, errlen);
 
-	if (pipe(fds)) {
-		snprintf(err, errlen, "cannot check the qdisc tree: pipe: %s", strerror(errno));
-		return -errno;
-	}
-	pid = fork();
-	if (pid < 0) {
-		snprintf(err, errlen, "cannot check the qdisc tree: fork: %s", strerror(errno));
-		close(fds[0]);
-		close(fds[1]);
-		return -EAGAIN;
-	}
-	if (pid == 0) {
-		char msg[512] = "";
-		int rc;
-
-		close(fds[0]);
-		rc = verify_here(buf, len, num_tx_queues, msg, sizeof(msg));
-		if (write(fds[1], msg, strlen(msg)) < 0)
-			rc = rc ? rc : -EIO;
-		_exit(rc < 0 ? (-rc & 0xff) : 0);
-	}
-	close(fds[1]);
-	if (errlen) {
-		err[0] = '\0';
-		got = read(fds[0], err, errlen - 1);
-		err[got > 0 ? got : 0] = '\0';
-	}
-	close(fds[0]);
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-		;
-	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
-		return 0;
-	if (errlen && !err[0])
+	if (rc && errlen && !err[0])
 		snprintf(err, errlen, "checking the qdisc tree on a scratch device failed");
-	return WIFEXITED(status) ? -WEXITSTATUS(status) : -EIO;
+	return rc;
 }
