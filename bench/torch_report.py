@@ -7,10 +7,18 @@ import sys
 
 runs = [json.loads(line) for line in open(sys.argv[1]) if line.strip()]
 rates = sorted({r["rate_mbit"] for r in runs})
+# The tuning pass (one run per grid cell) comes before a rate's first fifo run; the table's
+# cells are the repeated runs only, the tuning runs pick the best cell.
+seen_fifo = set()
+for r in runs:
+    if r["label"] == "fifo":
+        seen_fifo.add(r["rate_mbit"])
+    r["tuning"] = r["rate_mbit"] not in seen_fifo and r["label"] != "ideal"
 
 
 def cell(rate, pred):
-    v = sorted(r["iter_s"] for r in runs if r["rate_mbit"] == rate and pred(r))
+    v = sorted(r["iter_s"] for r in runs
+               if r["rate_mbit"] == rate and not r["tuning"] and pred(r))
     return (statistics.median(v), v[0], v[-1], len(v)) if v else None
 
 
@@ -21,6 +29,10 @@ def fmt(c):
     return "%.2f" % med if n == 1 else "%.2f (%.2f-%.2f)" % (med, lo, hi)
 
 
+tuned = {}
+for r in runs:
+    if r["tuning"]:
+        tuned.setdefault(r["rate_mbit"], []).append("%s %.2f" % (r["label"], r["iter_s"]))
 print("| Mbit/s | compute s | ideal | fifo | partition default | partition best | mercury "
       "| DDP 25 MB | DDP best | mercury share of ideal gain | mercury vs best DDP |")
 print("|---|---|---|---|---|---|---|---|---|---|---|")
@@ -29,8 +41,7 @@ for rate in rates:
     fifo = cell(rate, lambda r: r["label"] == "fifo")
     pdef = cell(rate, lambda r: r["label"] == "partition")
     pbest_label = next((r["label"] for r in runs if r["rate_mbit"] == rate and
-                        r["label"].startswith("partition-")), None)
-    # the tuning pass ran every grid cell once; the repeated runs are of the best one
+                        not r["tuning"] and r["label"].startswith("partition-")), None)
     pbest = cell(rate, lambda r: r["label"] == pbest_label) if pbest_label else None
     merc = cell(rate, lambda r: r["label"] == "mercury")
     ddps = {}
@@ -38,7 +49,7 @@ for rate in rates:
         if r["rate_mbit"] == rate and r["label"].startswith("ddp-"):
             ddps.setdefault(r["label"], None)
     ddp_cells = {lab: cell(rate, lambda r, lab=lab: r["label"] == lab) for lab in ddps}
-    repeated = {k: v for k, v in ddp_cells.items() if v and v[3] > 1} or ddp_cells
+    repeated = {k: v for k, v in ddp_cells.items() if v}
     dbest_label = min(repeated, key=lambda k: repeated[k][0]) if repeated else None
     dbest = repeated.get(dbest_label)
     comp = next((r["compute_s"] for r in runs if r["rate_mbit"] == rate and "compute_s" in r), 0)
@@ -50,3 +61,6 @@ for rate in rates:
     print("| %d | %.2f | %s | %s | %s | %s (%s) | %s | %s | %s (%s) | %s | %s |" % (
         rate, comp, fmt(ideal), fmt(fifo), fmt(pdef), fmt(pbest), pbest_label or "-",
         fmt(merc), fmt(ddp_cells.get("ddp-25")), fmt(dbest), dbest_label or "-", share, speed))
+print()
+print("Tuning pass (one run per cell): " + "; ".join(
+    "%d Mbit/s: %s" % (rate, ", ".join(v)) for rate, v in sorted(tuned.items())))
