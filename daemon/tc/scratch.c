@@ -46,8 +46,7 @@ static int scratch_veth(unsigned num_tx_queues, char *err, size_t errlen)
 	if (rc >= 0)
 		goto out;
 nlerr:
-	snprintf(err, errlen, "cannot make a scratch veth: %s",
-		 nl_geterror(rc));
+	snprintf(err, errlen, "cannot make a scratch veth: %s", nl_geterror(rc));
 	rc = -EIO;
 out:
 	if (now)
