@@ -7,7 +7,6 @@
  */
 #include <errno.h>
 #include <stdlib.h>
-#include <sys/socket.h>
 #include <time.h>
 
 #include "node.h"
@@ -18,20 +17,6 @@ static void sleep_until(double t)
 
 	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
 		;
-}
-
-/* Simulated crash: drop every connection without a goodbye. */
-static void die_now(struct ps_node *n)
-{
-	atomic_store(&n->closing, true);
-	for (int s = 0; s < n->cfg.nodes; s++)
-		for (int k = 0; k < n->C; k++) {
-			if (n->wconn[s][k])
-				shutdown(n->wconn[s][k]->fd, SHUT_RDWR);
-			if (n->sconn[s][k])
-				shutdown(n->sconn[s][k]->fd, SHUT_RDWR);
-		}
-	ps_fail(n, "worker %d: injected disconnect mid-iteration", n->cfg.rank);
 }
 
 static int emulate(struct ps_node *n, const struct ps_profile *prof, struct ps_result *res)
@@ -66,7 +51,9 @@ static int emulate(struct ps_node *n, const struct ps_profile *prof, struct ps_r
 			sleep_until(cursor);
 			ps_record(n, 'b', l, (uint64_t)it, t0, cursor);
 			if (n->cfg.rank == n->cfg.die_rank && it == 1 && l == n->L / 2) {
-				die_now(n);
+				/* simulated crash: ps_fail drops every connection, no goodbye */
+				ps_fail(n, "worker %d: injected disconnect mid-iteration",
+					n->cfg.rank);
 				return -ECONNABORTED;
 			}
 			r = ps_node_push(n, l, (uint64_t)it, NULL);

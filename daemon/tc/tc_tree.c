@@ -8,14 +8,12 @@
 #include "scratch.h"
 
 #include <errno.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <net/if.h>
-#include <sys/wait.h>
 
 #include <linux/gen_stats.h>
 #include <linux/netlink.h>
@@ -26,7 +24,6 @@
 #include <netlink/msg.h>
 #include <netlink/attr.h>
 #include <netlink/route/link.h>
-#include <netlink/route/link/veth.h>
 
 #define TREE_MAX_OBJS 4096
 #define KERR_LEN      256

@@ -8,7 +8,6 @@
 Errors raise mercury.MercuryError (an OSError with the daemon's reason).
 """
 import ctypes
-import ctypes.util
 import os
 
 PUSH = 0
@@ -18,20 +17,21 @@ MAX_BATCH = 32
 __all__ = ["Client", "MercuryError", "PUSH", "PULL", "MAX_BATCH"]
 
 
-def _load():
+def _load_library(env, filename, soname):
+    """ctypes handle of a Mercury library: $env, then build/<filename> of this checkout, then
+    the installed soname through the dynamic loader."""
     here = os.path.dirname(os.path.abspath(__file__))
-    candidates = [
-        os.environ.get("MERCURY_LIB", ""),
-        os.path.join(here, "..", "..", "build", "libmercury.so"),
-        ctypes.util.find_library("mercury") or "",
-    ]
-    for path in candidates:
+    for path in (os.environ.get(env, ""), os.path.join(here, "..", "..", "build", filename)):
         if path and os.path.exists(path):
             return ctypes.CDLL(path, use_errno=True)
-    raise ImportError("libmercury.so not found: build it with make, or set MERCURY_LIB")
+    try:
+        return ctypes.CDLL(soname, use_errno=True)
+    except OSError:
+        raise ImportError("%s not found: build it with make, install it, or set %s"
+                          % (filename, env)) from None
 
 
-_lib = _load()
+_lib = _load_library("MERCURY_LIB", "libmercury.so", "libmercury.so.1")
 
 
 class _Tensor(ctypes.Structure):

@@ -13,31 +13,14 @@ tensor) so nothing is copied in Python; every call into the library releases the
 import ctypes
 import os
 
+from . import _load_library
+
 MODES = {"fifo": 0, "partition": 1, "mercury": 2}
 
 __all__ = ["ParameterServer", "PSError", "MODES"]
 
 
-def _load():
-    here = os.path.dirname(os.path.abspath(__file__))
-    candidates = [
-        os.environ.get("MERCURY_PS_LIB", ""),
-        os.path.join(here, "..", "..", "build", "libmercury-ps.so"),
-        "libmercury-ps.so.1",
-    ]
-    errors = []
-    for path in candidates:
-        if not path:
-            continue
-        try:
-            return ctypes.CDLL(path, use_errno=True)
-        except OSError as e:
-            errors.append(str(e))
-    raise ImportError("libmercury-ps.so not found (build it with make, or set MERCURY_PS_LIB): "
-                      + "; ".join(errors))
-
-
-_lib = _load()
+_lib = _load_library("MERCURY_PS_LIB", "libmercury-ps.so", "libmercury-ps.so.1")
 
 
 class _Options(ctypes.Structure):
