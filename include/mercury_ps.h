@@ -34,7 +34,7 @@ extern "C" {
 
 enum mercury_ps_mode {
 	MERCURY_PS_FIFO = 0,	  /* whole tensors in ready order */
-	MERCURY_PS_PARTITION = 1, /* ByteScheduler-like partitions under a credit */
+	MERCURY_PS_PARTITION = 1, /* ByteScheduler: partitions as tensors, credit push to pull */
 	MERCURY_PS_MERCURY = 2,	  /* whole tensors, per-packet layer priority (tags) */
 };
 

@@ -4,6 +4,7 @@
  * nothing above them, so node.c, server.c, worker.c and drain.c depend on this file and not
  * on each other's.
  */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +19,14 @@ double ps_now(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void ps_sleep_until(double t)
+{
+	struct timespec ts = {(time_t)t, (long)((t - (double)(time_t)t) * 1e9)};
+
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+		;
 }
 
 void ps_shutdown_all(struct ps_node *n)
@@ -91,10 +100,17 @@ int ps_conn_of_layer(const struct ps_node *n, int layer, enum ps_dir dir)
 int ps_enqueue(struct ps_conn *c, uint16_t type, int slice, uint64_t iter, uint64_t off,
 	       uint64_t len, const void *data, uint64_t key)
 {
+	return ps_enqueue_at(c, type, slice, iter, off, len, data, key, 0);
+}
+
+int ps_enqueue_at(struct ps_conn *c, uint16_t type, int slice, uint64_t iter, uint64_t off,
+		  uint64_t len, const void *data, uint64_t key, double not_before)
+{
 	struct ps_send_item it = {
 	    .h = {PS_MAGIC, type, 0, 0, (uint32_t)slice, iter, off, len},
 	    .data = data,
 	    .key = key,
+	    .not_before = not_before,
 	};
 
 	if (slice >= 0 && slice < c->node->pl.nslices)

@@ -7,17 +7,8 @@
  */
 #include <errno.h>
 #include <stdlib.h>
-#include <time.h>
 
 #include "node.h"
-
-static void sleep_until(double t)
-{
-	struct timespec ts = {(time_t)t, (long)((t - (double)(time_t)t) * 1e9)};
-
-	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
-		;
-}
 
 static int emulate(struct ps_node *n, const struct ps_profile *prof, struct ps_result *res)
 {
@@ -36,7 +27,7 @@ static int emulate(struct ps_node *n, const struct ps_profile *prof, struct ps_r
 			}
 			double t0 = cursor;
 			cursor += prof->layers[l].fwd_s * n->cfg.time_scale;
-			sleep_until(cursor);
+			ps_sleep_until(cursor);
 			ps_record(n, 'f', l, (uint64_t)it, t0, cursor);
 		}
 		res->fp_end[it] = cursor;
@@ -48,7 +39,7 @@ static int emulate(struct ps_node *n, const struct ps_profile *prof, struct ps_r
 			cursor += prof->layers[l].bwd_s * n->cfg.time_scale;
 			if (n->cfg.rank == n->cfg.slow_rank)
 				cursor += n->cfg.slow_s;
-			sleep_until(cursor);
+			ps_sleep_until(cursor);
 			ps_record(n, 'b', l, (uint64_t)it, t0, cursor);
 			if (n->cfg.rank == n->cfg.die_rank && it == 1 && l == n->L / 2) {
 				/* simulated crash: ps_fail drops every connection, no goodbye */

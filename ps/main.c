@@ -47,7 +47,11 @@ static void usage(FILE *f)
 	    "                    follow its N - 2 layer groups, mercury mode\n"
 	    "  --chunk N         aggregation chunk, parameters (65536)\n"
 	    "  --part N          partition size, parameters (1000000)\n"
-	    "  --credit N        partition credit, parameters in flight (4000000)\n"
+	    "  --credit N        partition credit, parameters in flight from push to pull\n"
+	    "                    (4000000)\n"
+	    "  --op-cost US      start-up of each push op (a tensor, or a partition) in the\n"
+	    "                    framework's engine, one after another, in microseconds of\n"
+	    "                    the real run: multiplied by --time-scale (0)\n"
 	    "  --bound N         split arrays above N parameters over all servers (1000000)\n"
 	    "  --split-all       split every array over all servers\n"
 	    "  --shrink K        divide parameter counts by K (placement still by the originals)\n"
@@ -141,6 +145,8 @@ static void print_result(const struct ps_config *c, const struct ps_profile *p, 
 	add_bool(o, "split_all", c->split_all);
 	add_u64(o, "part", c->part);
 	add_u64(o, "credit", c->credit);
+	add_double(o, "op_cost_s", c->op_cost_s);
+	add_u64(o, "max_inflight", r->max_inflight);
 	json_object_object_add(o, "conns",
 			       json_object_new_int(c->mode != PS_MERCURY   ? 1
 						   : c->conns < p->nlayers ? c->conns
@@ -183,7 +189,7 @@ static int run_ideal(const struct ps_config *c, const struct ps_profile *p, doub
 		fwd[l] = p->layers[l].fwd_s * c->time_scale;
 		bwd[l] = p->layers[l].bwd_s * c->time_scale;
 	}
-	if (ps_place(orig, len, L, N, c->bound, c->split_all, &pl))
+	if (ps_place(orig, len, L, N, c->bound, c->split_all, 0, &pl))
 		return 1;
 	ps_egress_bytes(&pl, N, eg);
 	struct ps_ideal_in in = {L, N, fwd, bwd, eg, rate_Bps * PS_WIRE_EFFICIENCY};
@@ -213,26 +219,42 @@ static int run_ideal(const struct ps_config *c, const struct ps_profile *p, doub
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-	    {"profile", 1, 0, 'p'},   {"mode", 1, 0, 'm'},
-	    {"nodes", 1, 0, 'n'},     {"rank", 1, 0, 'r'},
-	    {"hosts", 1, 0, 'H'},     {"port", 1, 0, 'P'},
-	    {"conns", 1, 0, 'k'},     {"chunk", 1, 0, 'c'},
-	    {"part", 1, 0, 'x'},      {"credit", 1, 0, 'C'},
-	    {"bound", 1, 0, 'b'},     {"split-all", 0, 0, 'a'},
-	    {"shrink", 1, 0, 's'},    {"time-scale", 1, 0, 't'},
-	    {"iters", 1, 0, 'i'},     {"warmup", 1, 0, 'w'},
-	    {"verify", 0, 0, 'v'},    {"timeout", 1, 0, 'T'},
-	    {"timeline", 1, 0, 'l'},  {"rate", 1, 0, 'R'},
-	    {"slow-rank", 1, 0, 'S'}, {"slow-s", 1, 0, 'D'},
-	    {"die-rank", 1, 0, 'X'},  {"sock-prio", 1, 0, 'Q'},
-	    {"bands", 1, 0, 'B'},     {"write-ahead", 0, 0, 'W'},
-	    {"help", 0, 0, 'h'},      {0, 0, 0, 0},
+	    {"profile", 1, 0, 'p'},
+	    {"mode", 1, 0, 'm'},
+	    {"nodes", 1, 0, 'n'},
+	    {"rank", 1, 0, 'r'},
+	    {"hosts", 1, 0, 'H'},
+	    {"port", 1, 0, 'P'},
+	    {"conns", 1, 0, 'k'},
+	    {"chunk", 1, 0, 'c'},
+	    {"part", 1, 0, 'x'},
+	    {"credit", 1, 0, 'C'},
+	    {"bound", 1, 0, 'b'},
+	    {"split-all", 0, 0, 'a'},
+	    {"shrink", 1, 0, 's'},
+	    {"time-scale", 1, 0, 't'},
+	    {"iters", 1, 0, 'i'},
+	    {"warmup", 1, 0, 'w'},
+	    {"verify", 0, 0, 'v'},
+	    {"timeout", 1, 0, 'T'},
+	    {"timeline", 1, 0, 'l'},
+	    {"rate", 1, 0, 'R'},
+	    {"slow-rank", 1, 0, 'S'},
+	    {"slow-s", 1, 0, 'D'},
+	    {"die-rank", 1, 0, 'X'},
+	    {"sock-prio", 1, 0, 'Q'},
+	    {"bands", 1, 0, 'B'},
+	    {"write-ahead", 0, 0, 'W'},
+	    {"op-cost", 1, 0, 'O'},
+	    {"help", 0, 0, 'h'},
+	    {0, 0, 0, 0},
 	};
 	struct ps_config c;
 	struct ps_profile prof;
 	const char *profile = NULL, *cmd;
 	char hosts[1024] = "", err[256];
 	uint64_t rate = 0; /* bytes per second */
+	double op_cost_us = 0;
 	int o, nhosts = 0;
 
 	ps_config_defaults(&c);
@@ -337,6 +359,15 @@ int main(int argc, char **argv)
 		case 'W':
 			c.write_ahead = true;
 			break;
+		case 'O':
+			op_cost_us = atof(optarg);
+			if (!(op_cost_us >= 0 && op_cost_us < 1e7)) {
+				fprintf(stderr,
+					"mercury-ps: --op-cost '%s': give microseconds >= 0\n",
+					optarg);
+				return 2;
+			}
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -349,6 +380,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "mercury-ps: --profile is required (see models/)\n");
 		return 2;
 	}
+	c.op_cost_s = op_cost_us * 1e-6 * c.time_scale;
 	if (c.shrink < 1 || c.part < 1 || c.chunk < 1) {
 		fprintf(stderr, "mercury-ps: --shrink, --part and --chunk must be >= 1\n");
 		return 2;

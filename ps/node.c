@@ -62,9 +62,11 @@ void *ps_tx(void *arg)
 
 		if (n->cfg.mode == PS_MERCURY && it.h.type == PS_MSG_PUSH)
 			hold_until_current(c, it.h.iter);
+		if (it.not_before > 0)
+			ps_sleep_until(it.not_before);
 		double t0 = ps_now();
 
-		if (n->cfg.mode == PS_MERCURY && (payload || it.h.type == PS_MSG_PULL_REQ))
+		if (n->cfg.mode == PS_MERCURY && payload)
 			ps_tag_next(c, sizeof(it.h) + plen, (int)it.h.layer,
 				    it.h.type == PS_MSG_PUSH ? PS_DIR_PUSH : PS_DIR_PULL,
 				    it.h.iter);
@@ -327,8 +329,10 @@ static int alloc_state(struct ps_node *n)
 	n->ready_iter = calloc(L, sizeof(uint64_t));
 	n->pull_first = calloc(L, sizeof(double));
 	n->pushed_iter = calloc(L, sizeof(uint64_t));
+	n->grad_ready = calloc(L, sizeof(uint64_t));
 	n->ss = calloc(n->pl.nslices, sizeof(struct ps_sslice));
-	if (!n->pulled || !n->ready_iter || !n->pull_first || !n->pushed_iter || !n->ss)
+	if (!n->pulled || !n->ready_iter || !n->pull_first || !n->pushed_iter || !n->grad_ready ||
+	    !n->ss)
 		return -ENOMEM;
 	for (int l = 0; l < L; l++)
 		if (n->len[l] > maxlen)
@@ -378,10 +382,8 @@ static void free_state(struct ps_node *n)
 			if (!n->ss[i].sum)
 				continue;
 			free(n->ss[i].sum);
-			for (int w = 0; w < n->cfg.nodes; w++) {
+			for (int w = 0; w < n->cfg.nodes; w++)
 				free(n->ss[i].recv[w]);
-				free(n->ss[i].pend[w]);
-			}
 			pthread_mutex_destroy(&n->ss[i].mu);
 		}
 	if (n->grad)
@@ -398,7 +400,11 @@ static void free_state(struct ps_node *n)
 	free(n->ready_iter);
 	free(n->pull_first);
 	free(n->pushed_iter);
+	free(n->grad_ready);
 	free(n->parts);
+	free(n->order);
+	free(n->part_slice);
+	free(n->part_left);
 	free(n->ev);
 	free(n->orig);
 	free(n->len);
@@ -430,13 +436,19 @@ static void write_timeline(struct ps_node *n, double t0)
 static uint64_t layout_hash(const struct ps_node *n)
 {
 	uint64_t h = 0xcbf29ce484222325ull;
-	uint64_t v[] = {(uint64_t)n->L, (uint64_t)n->cfg.nodes, (uint64_t)n->cfg.mode,
-			n->cfg.bound,	n->cfg.split_all,	(uint64_t)n->C};
+	uint64_t v[] = {(uint64_t)n->L,
+			(uint64_t)n->cfg.nodes,
+			(uint64_t)n->cfg.mode,
+			n->cfg.bound,
+			n->cfg.split_all,
+			(uint64_t)n->C,
+			n->cfg.mode == PS_PARTITION ? n->cfg.part : 0};
+	const size_t nv = sizeof(v) / sizeof(v[0]);
 
-	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]) + 2 * (size_t)n->L; i++) {
-		uint64_t x = i < sizeof(v) / sizeof(v[0]) ? v[i]
-			     : (i - 6) % 2 == 0		  ? n->orig[(i - 6) / 2]
-							  : n->len[(i - 6) / 2];
+	for (size_t i = 0; i < nv + 2 * (size_t)n->L; i++) {
+		uint64_t x = i < nv		 ? v[i]
+			     : (i - nv) % 2 == 0 ? n->orig[(i - nv) / 2]
+						 : n->len[(i - nv) / 2];
 		for (int b = 0; b < 8; b++) {
 			h ^= (x >> (8 * b)) & 0xff;
 			h *= 0x100000001b3ull;
@@ -461,9 +473,17 @@ static int setup_model(struct ps_node *n, const uint64_t *params, char *err, siz
 		n->orig[l] = params[l];
 		n->len[l] = params[l] / cfg->shrink ? params[l] / cfg->shrink : 1;
 	}
-	r = ps_place(n->orig, n->len, n->L, cfg->nodes, cfg->bound, cfg->split_all, &n->pl);
+	r = ps_place(n->orig, n->len, n->L, cfg->nodes, cfg->bound, cfg->split_all,
+		     cfg->mode == PS_PARTITION ? cfg->part : 0, &n->pl);
 	if (r)
 		goto nomem;
+	n->part_slice = calloc((size_t)n->pl.nparts + 1, sizeof(int));
+	n->part_left = calloc((size_t)n->pl.nparts + 1, sizeof(int));
+	if (!n->part_slice || !n->part_left)
+		goto nomem;
+	for (int i = n->pl.nslices - 1; i >= 0; i--) /* slices of a tensor are consecutive */
+		n->part_slice[n->pl.slices[i].part] = i;
+	n->part_slice[n->pl.nparts] = n->pl.nslices;
 	if (n->K > 1) {
 		int groups = (int)mercury_current_groups((unsigned)cfg->tag_levels);
 		n->K = ps_map_connections(n->L, n->K, groups, n->conn_of);
@@ -577,6 +597,8 @@ int ps_node_stop(struct ps_node *n, struct ps_result *res, char *err, size_t err
 		res->pulls_checked = n->pulls_checked;
 		res->tagged = n->tagger != NULL;
 		res->tag_errors = atomic_load(&n->tag_errors);
+		res->max_inflight = n->max_inflight;
+		res->inflight_left = n->inflight;
 	}
 	atomic_store(&n->closing, true);
 	ps_shutdown_all(n);

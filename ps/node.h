@@ -16,6 +16,7 @@ struct ps_send_item {
 	const void *data; /* payload (h.len floats for PUSH/PULL_DATA), not owned */
 	uint64_t key;	  /* lower first; ties in enqueue order */
 	uint64_t seq;
+	double not_before; /* ps_now() time before which it is not written (the op's start-up) */
 };
 
 /* A connection's send queue, drained by its tx thread in (key, seq) order. */
@@ -58,28 +59,21 @@ struct ps_conn {
 	uint64_t acked_base;	      /* the kernel's acknowledged count before any write */
 };
 
-struct ps_pending {
-	uint64_t iter, off, len;
-};
-
 /* A slice this node serves. */
 struct ps_sslice {
 	pthread_mutex_t mu;
 	const struct ps_slice *sl;
 	float *recv[PS_MAX_NODES];
 	float *sum;
-	uint64_t cur_iter;		       /* iteration being aggregated */
-	uint64_t got[PS_MAX_NODES];	       /* contiguous params received from each worker ... */
-	uint64_t got_iter[PS_MAX_NODES];       /* ... in this iteration */
-	uint64_t agg;			       /* params of cur_iter summed and sent */
-	struct ps_pending *pend[PS_MAX_NODES]; /* partition: pull requests not yet servable */
-	int npend[PS_MAX_NODES], cappend[PS_MAX_NODES];
+	uint64_t cur_iter;		 /* iteration being aggregated */
+	uint64_t got[PS_MAX_NODES];	 /* contiguous params received from each worker ... */
+	uint64_t got_iter[PS_MAX_NODES]; /* ... in this iteration */
+	uint64_t agg;			 /* params of cur_iter summed and sent */
 };
 
-struct ps_part { /* partition mode: one pending partition push */
-	uint64_t key;
-	int slice;
-	uint64_t iter, off, len;
+struct ps_part { /* partition mode: one partition's push + pull, the scheduler's task */
+	uint64_t iter;
+	int part; /* placement's tensor index: ordered by layer, then partition */
 };
 
 struct ps_event {
@@ -116,13 +110,22 @@ struct ps_node {
 	uint64_t *ready_iter;  /* per layer: iterations whose pull is complete */
 	double *pull_first;    /* per layer: first pull byte of the current iteration */
 	uint64_t *pushed_iter; /* per layer: the next iteration it may be pushed for */
+	uint64_t *grad_ready;  /* per layer: iterations whose gradient is in place (partition) */
 	int *layers_pulled;    /* per iteration slot: layers whose pull is complete */
 	uint64_t begun;	       /* iterations begun (first push) so far */
 	float **grad, **param;
 	float *shared_grad; /* without verify: one constant buffer for all pushes */
-	struct ps_part *parts;
+	/* partition mode (worker.c): rank 0 schedules from a priority queue and announces each
+	 * dispatch (PS_MSG_ORDER); the other ranks dispatch in that order, as they learn it. */
+	struct ps_part *parts; /* rank 0: the queue, a heap by (iteration, tensor) */
 	int nparts, capparts;
-	uint64_t inflight;
+	struct ps_part *order; /* other ranks: announced, not yet dispatched, FIFO */
+	int order_head, norder, caporder;
+	int *part_slice;       /* per placed tensor: its first slice (nparts + 1 entries) */
+	int *part_left;	       /* per placed tensor: slices whose pull has not arrived */
+	uint64_t inflight;     /* parameters pushed whose aggregate has not arrived */
+	uint64_t max_inflight; /* the most ever at once */
+	double engine_free;    /* when the framework engine's last op start-up ends */
 	int readies;
 	int byes_sent; /* our goodbyes actually written */
 	/* Iteration end for the tags (drain.c): the worker has all its pulls and every pull
@@ -153,6 +156,7 @@ struct ps_node {
 
 /* core.c: what every part of a node uses; calls nothing above it. */
 double ps_now(void);
+void ps_sleep_until(double t); /* a ps_now() time */
 /* Shuts every connection and the listener, wakes every waiter (teardown, failure). */
 void ps_shutdown_all(struct ps_node *n);
 void ps_fail(struct ps_node *n, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -160,10 +164,15 @@ void ps_record(struct ps_node *n, char kind, int layer, uint64_t iter, double t0
 int ps_conn_of_layer(const struct ps_node *n, int layer, enum ps_dir dir);
 int ps_enqueue(struct ps_conn *c, uint16_t type, int slice, uint64_t iter, uint64_t off,
 	       uint64_t len, const void *data, uint64_t key);
+/* Same, written no earlier than not_before (ps_now() time). */
+int ps_enqueue_at(struct ps_conn *c, uint16_t type, int slice, uint64_t iter, uint64_t off,
+		  uint64_t len, const void *data, uint64_t key, double not_before);
 
 void *ps_server_rx(void *arg);
 void *ps_worker_rx(void *arg);
 void *ps_tx(void *arg);
+/* Partition mode, ranks other than 0: rank 0 dispatched tensor `part` of iteration iter. */
+int ps_worker_order(struct ps_node *n, int part, uint64_t iter);
 int ps_worker_wait_ready(struct ps_node *n);
 /* Whether the node keeps gradients and pulled results (verify, or a library caller's data). */
 static inline bool ps_keeps_data(const struct ps_node *n)

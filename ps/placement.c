@@ -6,45 +6,77 @@
 #include "ps.h"
 #include "mercury_groups.h"
 
-int ps_place(const uint64_t *orig, const uint64_t *len, int nlayers, int nservers, uint64_t bound,
-	     bool split_all, struct ps_placement *pl)
+/* Places one tensor (key decides the server of an unsliced one) as slices from pl->nslices on. */
+static void place_tensor(struct ps_placement *pl, int layer, int part, uint64_t key, uint64_t orig,
+			 uint64_t off, uint64_t len, int nservers, uint64_t bound, bool split_all)
 {
-	int n = 0;
+	bool split = split_all || orig > bound;
+	int pieces = split ? nservers : 1;
+
+	if (split && len < (uint64_t)nservers)
+		pieces = (int)len; /* a tiny shrunk tensor: one parameter per slice */
+	for (int s = 0; s < pieces; s++) {
+		struct ps_slice *sl = &pl->slices[pl->nslices++];
+		uint64_t each = len / pieces + ((uint64_t)s < len % pieces ? 1 : 0);
+
+		sl->layer = layer;
+		sl->part = part;
+		sl->server = split ? s : (int)((key * 9973u) % (uint64_t)nservers);
+		sl->off = off;
+		sl->len = each;
+		off += each;
+	}
+}
+
+static uint64_t parts_of(uint64_t len, uint64_t part)
+{
+	return part && len > part ? (len + part - 1) / part : 1;
+}
+
+int ps_place(const uint64_t *orig, const uint64_t *len, int nlayers, int nservers, uint64_t bound,
+	     bool split_all, uint64_t part, struct ps_placement *pl)
+{
+	size_t cap = 0;
 
 	memset(pl, 0, sizeof(*pl));
 	if (nlayers <= 0 || nservers <= 0)
 		return -EINVAL;
+	for (int l = 0; l < nlayers; l++)
+		cap += parts_of(len[l], part) * (size_t)nservers;
 	pl->nlayers = nlayers;
 	pl->first = calloc(nlayers, sizeof(int));
 	pl->count = calloc(nlayers, sizeof(int));
 	pl->len = calloc(nlayers, sizeof(uint64_t));
-	pl->slices = calloc((size_t)nlayers * nservers, sizeof(struct ps_slice));
+	pl->slices = calloc(cap, sizeof(struct ps_slice));
 	if (!pl->first || !pl->count || !pl->len || !pl->slices) {
 		ps_placement_free(pl);
 		return -ENOMEM;
 	}
 	for (int l = 0; l < nlayers; l++) {
-		bool split = split_all || orig[l] > bound;
-		int parts = split ? nservers : 1;
-		uint64_t off = 0;
+		uint64_t nparts = parts_of(len[l], part);
 
-		if (split && len[l] < (uint64_t)nservers)
-			parts = (int)len[l]; /* a tiny shrunk tensor: one parameter per slice */
-		pl->first[l] = n;
-		pl->count[l] = parts;
+		pl->first[l] = pl->nslices;
 		pl->len[l] = len[l];
-		for (int s = 0; s < parts; s++) {
-			struct ps_slice *sl = &pl->slices[n++];
-			uint64_t each = len[l] / parts + ((uint64_t)s < len[l] % parts ? 1 : 0);
+		if (nparts == 1) {
+			place_tensor(pl, l, pl->nparts++, (uint64_t)l, orig[l], 0, len[l], nservers,
+				     bound, split_all);
+		} else {
+			/* ByteScheduler: each partition is a tensor of its own, with its own key
+			 * (counted on from the layer's), placed by the same rule; its original
+			 * size (shrunk size x orig/len) decides whether it is sliced. */
+			for (uint64_t i = 0; i < nparts; i++) {
+				uint64_t off = i * part,
+					 plen = len[l] - off < part ? len[l] - off : part;
+				uint64_t porig =
+				    (uint64_t)((double)plen * (double)orig[l] / (double)len[l] +
+					       0.5);
 
-			sl->layer = l;
-			sl->server = split ? s : (int)(((uint64_t)l * 9973u) % (uint64_t)nservers);
-			sl->off = off;
-			sl->len = each;
-			off += each;
+				place_tensor(pl, l, pl->nparts++, (uint64_t)l + i, porig, off, plen,
+					     nservers, bound, split_all);
+			}
 		}
+		pl->count[l] = pl->nslices - pl->first[l];
 	}
-	pl->nslices = n;
 	return 0;
 }
 

@@ -19,7 +19,8 @@
 
 enum ps_mode {
 	PS_FIFO = 0,  /* vanilla PS: whole tensors in ready order, aggregate whole tensors */
-	PS_PARTITION, /* ByteScheduler-like: partitions, credit, priority queue, req/resp */
+	PS_PARTITION, /* ByteScheduler: partitions as tensors, credit over push + pull, rank 0
+			 orders */
 	PS_MERCURY,   /* whole tensors, packet priority via tags, immediate aggregation */
 	PS_MODE_MAX,
 };
@@ -50,6 +51,7 @@ void ps_profile_free(struct ps_profile *p);
 
 struct ps_slice {
 	int layer;
+	int part; /* the tensor (a whole layer, or one partition of it) the slice belongs to */
 	int server;
 	uint64_t off; /* first parameter of the slice within the (shrunk) tensor */
 	uint64_t len; /* parameters */
@@ -58,6 +60,7 @@ struct ps_slice {
 struct ps_placement {
 	int nlayers;
 	int nslices;
+	int nparts;		 /* tensors placed: layers, or their partitions */
 	struct ps_slice *slices; /* ordered by layer, then offset */
 	int *first;		 /* per layer: index of its first slice */
 	int *count;		 /* per layer: number of slices */
@@ -69,9 +72,12 @@ struct ps_placement {
  * when split_all) is sliced evenly over all servers, the first (len % n) slices one larger;
  * a smaller one lives whole on server (layer * 9973) % n, MXNet's default key hash.
  * orig decides, len (the shrunk counts, each >= 1) is what gets sliced.
+ * part != 0 (partition mode, shrunk parameters): a layer longer than part is first cut into
+ * partitions of part, each a tensor of its own with key layer + i, placed by the same rule,
+ * so consecutive partitions land on different servers (ByteScheduler's keys `name_i`).
  */
 int ps_place(const uint64_t *orig, const uint64_t *len, int nlayers, int nservers, uint64_t bound,
-	     bool split_all, struct ps_placement *pl);
+	     bool split_all, uint64_t part, struct ps_placement *pl);
 void ps_placement_free(struct ps_placement *pl);
 
 /*
@@ -116,8 +122,8 @@ enum ps_msg_type {
 			   * iter = the worker's model layout hash */
 	PS_MSG_READY,	  /* server -> worker: every worker's connections are in */
 	PS_MSG_PUSH,	  /* worker -> server: gradient floats [off, off+len) of a slice */
-	PS_MSG_PUSH_ACK,  /* server -> worker (partition): range aggregated */
-	PS_MSG_PULL_REQ,  /* worker -> server (partition): send me that range */
+	PS_MSG_ORDER,	  /* rank 0's worker -> server (partition): rank 0 dispatched tensor
+			   * `off` of iteration `iter`; the server's own worker follows suit */
 	PS_MSG_PULL_DATA, /* server -> worker: aggregated floats [off, off+len) */
 	PS_MSG_BYE,	  /* worker -> server: done, closing is no error from now on */
 	PS_MSG_REFUSE,	  /* server -> worker: HELLO's layout (iter) is not the server's */
@@ -145,11 +151,13 @@ struct ps_config {
 	int rank;
 	char hosts[PS_MAX_NODES][64];
 	uint16_t port;
-	int conns;	 /* connections per worker-server pair (mercury mode) */
-	uint64_t chunk;	 /* immediate-aggregation chunk, parameters */
-	uint64_t part;	 /* partition mode: parameters per partition */
-	uint64_t credit; /* partition mode: parameters in flight */
-	uint64_t bound;	 /* MXNET_KVSTORE_BIGARRAY_BOUND */
+	int conns;	  /* connections per worker-server pair (mercury mode) */
+	uint64_t chunk;	  /* immediate-aggregation chunk, parameters */
+	uint64_t part;	  /* partition mode: parameters per partition */
+	uint64_t credit;  /* partition mode: parameters in flight, push to pull */
+	double op_cost_s; /* start-up of each push op (a tensor, or a partition) in the
+			   * framework's engine, serial per worker; emulated seconds */
+	uint64_t bound;	  /* MXNET_KVSTORE_BIGARRAY_BOUND */
 	bool split_all;
 	uint64_t shrink;   /* parameter counts divided by this */
 	double time_scale; /* profile compute times multiplied by this */
@@ -182,6 +190,8 @@ struct ps_result {
 	bool tagged;		/* mercury mode: tags reached mercuryd */
 	uint64_t tag_errors;	/* tag calls that failed */
 	uint64_t split_sockets; /* mercury: sockets whose packets went to more than one band */
+	uint64_t max_inflight;	/* partition: most parameters ever in flight, push to pull */
+	uint64_t inflight_left; /* partition: in flight at the end (0 unless credit leaked) */
 };
 
 /*

@@ -1,18 +1,16 @@
 /*
  * Server side: receives pushes, aggregates, answers pulls.
  *
- * Every worker's bytes of a slice arrive in offset order on one connection (one message per
- * slice, or partitions in offset order), so progress per worker is one counter, got[w]. What
- * is summed is [agg, min_w got[w]): in fifo mode got[] only moves at the end of a whole
- * tensor, in partition mode at partition ends, in mercury mode after every chunk read from
- * the socket (immediate aggregation). Sums run over workers 0..N-1 in that order, so the
- * result is bitwise the sum a worker computes locally in the same order.
+ * Every worker's bytes of a slice arrive in order on one connection (one message per slice;
+ * in partition mode a slice is a partition, or a piece of one sliced over the servers), so
+ * progress per worker is one counter, got[w]. What is summed is [agg, min_w got[w]): in fifo
+ * and partition modes got[] only moves at the end of a message, in mercury mode after every
+ * chunk read from the socket (immediate aggregation). Sums run over workers 0..N-1 in that order,
+ * so the result is bitwise the sum a worker computes locally in the same order.
  *
- * Partition mode follows ps-lite: a push is answered (PUSH_ACK) as soon as it is received,
- * which returns the worker's credit; the worker then asks for the partition (PULL_REQ) and
- * the server answers once the partition is aggregated, holding the request until then.
- * (Returning credit only after aggregation deadlocks: two workers holding credit for
- * different partitions each wait for the other's.)
+ * Every mode answers a push with the aggregate, unasked, once it is summed: as MXNet's
+ * KVStore answers a pull issued right behind the push, and as ByteScheduler's PS task (push
+ * then pull of one partition) sees it.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -34,36 +32,9 @@ static void aggregate(struct ps_node *n, struct ps_sslice *s, uint64_t from, uin
 			v += s->recv[w][j];
 		s->sum[j] = v;
 	}
-	if (n->cfg.mode == PS_PARTITION)
-		return; /* pulls are answered on request, see serve_pending() */
 	for (int w = 0; w < N; w++)
 		ps_enqueue(n->sconn[w][k], PS_MSG_PULL_DATA, slice, iter, from, to - from,
 			   s->sum + from, iter << 32 | (uint64_t)layer);
-}
-
-static bool servable(const struct ps_sslice *s, const struct ps_pending *p)
-{
-	return p->iter < s->cur_iter || (p->iter == s->cur_iter && p->off + p->len <= s->agg);
-}
-
-/* Answers the pull requests that aggregation has caught up with. s->mu held. */
-static void serve_pending(struct ps_node *n, struct ps_sslice *s)
-{
-	int slice = (int)(s->sl - n->pl.slices);
-
-	for (int w = 0; w < n->cfg.nodes; w++) {
-		int done = 0;
-
-		while (done < s->npend[w] && servable(s, &s->pend[w][done])) {
-			struct ps_pending *p = &s->pend[w][done++];
-			ps_enqueue(n->sconn[w][0], PS_MSG_PULL_DATA, slice, p->iter, p->off, p->len,
-				   s->sum + p->off, p->iter << 32 | (uint64_t)s->sl->layer);
-		}
-		if (done) /* pend[w] may still be NULL when nothing is pending */
-			memmove(s->pend[w], s->pend[w] + done,
-				(s->npend[w] - done) * sizeof(*s->pend[w]));
-		s->npend[w] -= done;
-	}
 }
 
 /* Called with s->mu held after got[] moved. */
@@ -87,8 +58,6 @@ static void try_aggregate(struct ps_node *n, struct ps_sslice *s)
 		s->cur_iter++;
 		s->agg = 0;
 	}
-	if (n->cfg.mode == PS_PARTITION)
-		serve_pending(n, s);
 }
 
 static int on_push(struct ps_conn *c, const struct ps_msg_hdr *h)
@@ -133,44 +102,21 @@ static int on_push(struct ps_conn *c, const struct ps_msg_hdr *h)
 		try_aggregate(n, s);
 		pthread_mutex_unlock(&s->mu);
 	}
-	if (n->cfg.mode == PS_PARTITION) /* receipt: returns the worker's credit */
-		return ps_enqueue(c, PS_MSG_PUSH_ACK, (int)h->slice, h->iter, h->off, h->len, NULL,
-				  0);
 	return 0;
 }
 
-static int on_pull_req(struct ps_conn *c, const struct ps_msg_hdr *h)
+/* Partition mode: rank 0's worker tells us what it dispatched; our worker follows. */
+static int on_order(struct ps_conn *c, const struct ps_msg_hdr *h)
 {
 	struct ps_node *n = c->node;
 
-	if (h->slice >= (uint32_t)n->pl.nslices || n->pl.slices[h->slice].server != n->cfg.rank ||
-	    h->off + h->len > n->pl.slices[h->slice].len) {
-		ps_fail(n, "server %d: bad pull request from worker %d", n->cfg.rank, c->peer);
+	if (n->cfg.mode != PS_PARTITION || c->peer != 0 || n->cfg.rank == 0 ||
+	    h->off >= (uint64_t)n->pl.nparts) {
+		ps_fail(n, "server %d: unexpected order message from worker %d (tensor %llu)",
+			n->cfg.rank, c->peer, (unsigned long long)h->off);
 		return -EPROTO;
 	}
-	struct ps_sslice *s = &n->ss[h->slice];
-	struct ps_pending p = {h->iter, h->off, h->len};
-	int w = c->peer, r = 0;
-
-	pthread_mutex_lock(&s->mu);
-	if (servable(s, &p) && s->npend[w] == 0) {
-		r = ps_enqueue(c, PS_MSG_PULL_DATA, (int)h->slice, h->iter, h->off, h->len,
-			       s->sum + h->off, (uint64_t)h->iter << 32 | h->layer);
-	} else {
-		if (s->npend[w] == s->cappend[w]) {
-			int cap = s->cappend[w] ? s->cappend[w] * 2 : 16;
-			struct ps_pending *q = realloc(s->pend[w], cap * sizeof(*q));
-			if (!q) {
-				pthread_mutex_unlock(&s->mu);
-				return -ENOMEM;
-			}
-			s->pend[w] = q;
-			s->cappend[w] = cap;
-		}
-		s->pend[w][s->npend[w]++] = p;
-	}
-	pthread_mutex_unlock(&s->mu);
-	return r;
+	return ps_worker_order(n, (int)h->off, h->iter);
 }
 
 void *ps_server_rx(void *arg)
@@ -190,8 +136,8 @@ void *ps_server_rx(void *arg)
 		}
 		if (h.type == PS_MSG_PUSH)
 			r = on_push(c, &h);
-		else if (h.type == PS_MSG_PULL_REQ)
-			r = on_pull_req(c, &h);
+		else if (h.type == PS_MSG_ORDER)
+			r = on_order(c, &h);
 		else if (h.type == PS_MSG_BYE) {
 			/* Sent on every connection: its EOF follows on the same stream. */
 			pthread_mutex_lock(&n->mu);

@@ -1,10 +1,13 @@
 /*
  * Worker side: pushes and pulls of one node, driven by its caller (the worker library, or
- * the emulated worker of ps/emulate.c). fifo and mercury hand
- * whole slices to the connection's queue; partition mode cuts them into partitions and keeps
- * at most `credit` parameters of pushes in flight (sent, receipt not yet back), highest
- * priority (oldest iteration, then lowest layer) first, as ByteScheduler does; each
- * partition then is pulled with its own request.
+ * the emulated worker of ps/emulate.c). fifo and mercury hand whole slices to the
+ * connection's queue. Partition mode is ByteScheduler's scheduler: every partition is a
+ * tensor of its own (placement.c), its task is the push and the pull together, at most
+ * `credit` parameters of tasks are in flight (pushed, aggregate not yet here), highest
+ * priority (oldest iteration, then lowest layer, then lowest partition) first. Credit held to
+ * the pull deadlocks when two workers fill it with different partitions, each waiting for the
+ * other's push; as ByteScheduler does, rank 0 schedules and the other ranks dispatch in rank
+ * 0's order (PS_MSG_ORDER), so every worker's tasks in flight are a window of one sequence.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -19,15 +22,29 @@ static uint64_t prio_key(uint64_t iter, int layer)
 	return iter << 32 | (uint64_t)layer;
 }
 
+static const float *grad_of(struct ps_node *n, int layer)
+{
+	return ps_keeps_data(n) ? n->grad[layer] : n->shared_grad;
+}
+
+/* The framework engine's start-up of one push op (n->mu held): ops start one after the
+ * other; returns when this one may go on the wire. */
+static double engine_slot(struct ps_node *n)
+{
+	double now = ps_now();
+
+	if (n->cfg.op_cost_s <= 0)
+		return 0;
+	n->engine_free = (n->engine_free > now ? n->engine_free : now) + n->cfg.op_cost_s;
+	return n->engine_free;
+}
+
 /* ---- partition scheduler (n->mu held) ---- */
 
 static bool part_before(const struct ps_part *a, const struct ps_part *b)
 {
-	if (a->key != b->key)
-		return a->key < b->key;
-	if (a->slice != b->slice)
-		return a->slice < b->slice;
-	return a->off < b->off;
+	/* Tensor indices follow (layer, partition): one comparison orders both. */
+	return a->iter != b->iter ? a->iter < b->iter : a->part < b->part;
 }
 
 static void part_swap(struct ps_part *a, struct ps_part *b)
@@ -37,16 +54,25 @@ static void part_swap(struct ps_part *a, struct ps_part *b)
 	*b = t;
 }
 
+static int grow(void **arr, int *cap, int need, size_t size)
+{
+	if (need <= *cap)
+		return 0;
+	int c = *cap ? *cap * 2 : 256;
+	while (c < need)
+		c *= 2;
+	void *q = realloc(*arr, (size_t)c * size);
+	if (!q)
+		return -ENOMEM;
+	*arr = q;
+	*cap = c;
+	return 0;
+}
+
 static int part_add(struct ps_node *n, const struct ps_part *p)
 {
-	if (n->nparts == n->capparts) {
-		int cap = n->capparts ? n->capparts * 2 : 256;
-		struct ps_part *q = realloc(n->parts, cap * sizeof(*q));
-		if (!q)
-			return -ENOMEM;
-		n->parts = q;
-		n->capparts = cap;
-	}
+	if (grow((void **)&n->parts, &n->capparts, n->nparts + 1, sizeof(*p)))
+		return -ENOMEM;
 	int i = n->nparts++;
 	n->parts[i] = *p;
 	while (i > 0 && part_before(&n->parts[i], &n->parts[(i - 1) / 2])) {
@@ -75,23 +101,99 @@ static struct ps_part part_pop(struct ps_node *n)
 	return top;
 }
 
-static const float *grad_of(struct ps_node *n, int layer)
+static uint64_t part_len(const struct ps_node *n, int part)
 {
-	return ps_keeps_data(n) ? n->grad[layer] : n->shared_grad;
+	uint64_t len = 0;
+
+	for (int i = n->part_slice[part]; i < n->part_slice[part + 1]; i++)
+		len += n->pl.slices[i].len;
+	return len;
 }
 
-/* Sends partitions while credit lasts (one always, so a partition above C still goes). */
+/* Whether credit admits the task (one always goes, so a partition above C still does). */
+static bool credit_admits(const struct ps_node *n, int part)
+{
+	return n->inflight == 0 || n->inflight + part_len(n, part) <= n->cfg.credit;
+}
+
+/* Pushes every slice of a task; rank 0 also tells the other ranks. */
+static void dispatch(struct ps_node *n, const struct ps_part *p)
+{
+	double at = engine_slot(n);
+	int first = n->part_slice[p->part], last = n->part_slice[p->part + 1];
+	int layer = n->pl.slices[first].layer;
+
+	n->inflight += part_len(n, p->part);
+	if (n->inflight > n->max_inflight)
+		n->max_inflight = n->inflight;
+	n->part_left[p->part] = last - first;
+	for (int i = first; i < last; i++) {
+		const struct ps_slice *sl = &n->pl.slices[i];
+
+		ps_enqueue_at(n->wconn[sl->server][0], PS_MSG_PUSH, i, p->iter, 0, sl->len,
+			      grad_of(n, layer) + sl->off, prio_key(p->iter, layer), at);
+	}
+	if (n->cfg.rank == 0)
+		for (int s = 1; s < n->cfg.nodes; s++) /* ahead of every queued push */
+			ps_enqueue(n->wconn[s][0], PS_MSG_ORDER, -1, p->iter, (uint64_t)p->part, 0,
+				   NULL, 0);
+}
+
+/* Dispatches what the order and the credit allow. */
 static void part_pump(struct ps_node *n)
 {
-	while (n->nparts > 0 &&
-	       (n->inflight == 0 || n->inflight + n->parts[0].len <= n->cfg.credit)) {
-		struct ps_part p = part_pop(n);
-		const struct ps_slice *sl = &n->pl.slices[p.slice];
-
-		n->inflight += p.len;
-		ps_enqueue(n->wconn[sl->server][0], PS_MSG_PUSH, p.slice, p.iter, p.off, p.len,
-			   grad_of(n, sl->layer) + sl->off + p.off, p.key);
+	if (n->cfg.rank == 0) {
+		while (n->nparts > 0 && credit_admits(n, n->parts[0].part)) {
+			struct ps_part p = part_pop(n);
+			dispatch(n, &p);
+		}
+		return;
 	}
+	while (n->order_head < n->norder) {
+		const struct ps_part *p = &n->order[n->order_head];
+		int layer = n->pl.slices[n->part_slice[p->part]].layer;
+
+		/* Our gradient of it must be in place; rank 0 may be ahead of us. */
+		if (n->grad_ready[layer] <= p->iter || !credit_admits(n, p->part))
+			break;
+		struct ps_part go = *p;
+		n->order_head++;
+		dispatch(n, &go);
+	}
+	if (n->order_head == n->norder)
+		n->order_head = n->norder = 0;
+}
+
+int ps_worker_order(struct ps_node *n, int part, uint64_t iter)
+{
+	int r = 0;
+
+	pthread_mutex_lock(&n->mu);
+	if (n->order_head > 0 && n->norder == n->caporder) { /* reuse the consumed front */
+		memmove(n->order, n->order + n->order_head,
+			(size_t)(n->norder - n->order_head) * sizeof(*n->order));
+		n->norder -= n->order_head;
+		n->order_head = 0;
+	}
+	r = grow((void **)&n->order, &n->caporder, n->norder + 1, sizeof(*n->order));
+	if (!r) {
+		n->order[n->norder++] = (struct ps_part){iter, part};
+		part_pump(n);
+	}
+	pthread_mutex_unlock(&n->mu);
+	return r;
+}
+
+/* A slice's aggregate is here: its task gives its credit back once all its slices are. */
+static void part_pulled(struct ps_node *n, int slice)
+{
+	int part = n->pl.slices[slice].part;
+
+	if (--n->part_left[part] > 0)
+		return;
+	uint64_t len = part_len(n, part);
+	n->inflight -= len < n->inflight ? len : n->inflight;
+	part_pump(n);
 }
 
 static void push_layer(struct ps_node *n, int layer, uint64_t iter, const float *grad)
@@ -103,24 +205,28 @@ static void push_layer(struct ps_node *n, int layer, uint64_t iter, const float 
 	else if (n->cfg.verify)
 		for (uint64_t j = 0; j < pl->len[layer]; j++)
 			n->grad[layer][j] = ps_grad_value(n->cfg.rank, layer, iter, j);
+	pthread_mutex_lock(&n->mu);
+	if (n->cfg.mode == PS_PARTITION) {
+		int first = pl->first[layer], end = first + pl->count[layer];
+
+		n->grad_ready[layer] = iter + 1;
+		if (n->cfg.rank == 0)
+			for (int i = first; i < end; i++)
+				if (i == n->part_slice[pl->slices[i].part])
+					part_add(n, &(struct ps_part){iter, pl->slices[i].part});
+		part_pump(n); /* other ranks: the order may have waited for this gradient */
+		pthread_mutex_unlock(&n->mu);
+		return;
+	}
+	double at = engine_slot(n); /* one op for the whole tensor */
+	pthread_mutex_unlock(&n->mu);
 	for (int i = pl->first[layer]; i < pl->first[layer] + pl->count[layer]; i++) {
 		const struct ps_slice *sl = &pl->slices[i];
-
-		if (n->cfg.mode == PS_PARTITION) {
-			pthread_mutex_lock(&n->mu);
-			for (uint64_t off = 0; off < sl->len; off += n->cfg.part) {
-				struct ps_part p = {prio_key(iter, layer), i, iter, off,
-						    sl->len - off < n->cfg.part ? sl->len - off
-										: n->cfg.part};
-				part_add(n, &p);
-			}
-			part_pump(n);
-			pthread_mutex_unlock(&n->mu);
-			continue;
-		}
 		uint64_t key = n->cfg.mode == PS_MERCURY ? prio_key(iter, layer) : 0;
-		ps_enqueue(n->wconn[sl->server][ps_conn_of_layer(n, layer, PS_DIR_PUSH)],
-			   PS_MSG_PUSH, i, iter, 0, sl->len, grad_of(n, layer) + sl->off, key);
+
+		ps_enqueue_at(n->wconn[sl->server][ps_conn_of_layer(n, layer, PS_DIR_PUSH)],
+			      PS_MSG_PUSH, i, iter, 0, sl->len, grad_of(n, layer) + sl->off, key,
+			      at);
 	}
 }
 
@@ -168,6 +274,8 @@ static int on_pull_data(struct ps_conn *c, const struct ps_msg_hdr *h)
 		return r;
 	pthread_mutex_lock(&n->mu);
 	int l = sl->layer;
+	if (n->cfg.mode == PS_PARTITION && h->off + h->len == sl->len)
+		part_pulled(n, (int)h->slice);
 	if (h->iter != n->ready_iter[l]) {
 		pthread_mutex_unlock(&n->mu);
 		ps_fail(n, "worker %d: pull of layer %d for iteration %llu, expected %llu",
@@ -196,20 +304,6 @@ static int on_pull_data(struct ps_conn *c, const struct ps_msg_hdr *h)
 	return 0;
 }
 
-/* Partition mode: the server has the push; credit comes back, then ask for the result. */
-static int on_push_ack(struct ps_conn *c, const struct ps_msg_hdr *h)
-{
-	struct ps_node *n = c->node;
-
-	pthread_mutex_lock(&n->mu);
-	n->inflight -= h->len < n->inflight ? h->len : n->inflight;
-	part_pump(n);
-	pthread_mutex_unlock(&n->mu);
-	/* Same priority order as the pushes: the connection's queue is the scheduler's queue. */
-	return ps_enqueue(c, PS_MSG_PULL_REQ, (int)h->slice, h->iter, h->off, h->len, NULL,
-			  prio_key(h->iter, (int)h->layer));
-}
-
 void *ps_worker_rx(void *arg)
 {
 	struct ps_conn *c = arg;
@@ -232,8 +326,6 @@ void *ps_worker_rx(void *arg)
 			pthread_mutex_unlock(&n->mu);
 		} else if (h.type == PS_MSG_PULL_DATA) {
 			r = on_pull_data(c, &h);
-		} else if (h.type == PS_MSG_PUSH_ACK) {
-			r = on_push_ack(c, &h);
 		} else if (h.type == PS_MSG_REFUSE) {
 			ps_fail(n,
 				"worker %d: server %d refused us: our model layout %016llx is not "

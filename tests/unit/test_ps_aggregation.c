@@ -241,6 +241,31 @@ static void test_mercury_pushes_wait_for_the_iteration_end(void **s)
 	assert_int_equal(atomic_load(&pushes_ahead), 0);
 }
 
+/* Partition mode's credit covers a task from push to pull: never more than C parameters in
+ * flight at a worker, more than one partition at a time when C allows, and everything given
+ * back by the end. A slow worker shifts the ranks' timing apart: with credit held to the
+ * pull, ranks dispatching in orders of their own would deadlock here (rank 0 orders). */
+static void test_partition_credit(void **s)
+{
+	(void)s;
+	struct ps_config c;
+	struct node_arg a[3];
+
+	for (int slow = 0; slow < 2; slow++) {
+		base_config(&c, PS_PARTITION);
+		c.iters = 3;
+		c.slow_rank = slow ? 2 : -1;
+		c.slow_s = 0.003;
+		run_cluster(&c, 3, a);
+		expect_exact(a, 3);
+		for (int i = 0; i < 3; i++) {
+			assert_true(a[i].res.max_inflight <= c.credit);
+			assert_true(a[i].res.max_inflight > c.part);
+			assert_int_equal(a[i].res.inflight_left, 0);
+		}
+	}
+}
+
 static void test_split_all_exact(void **s)
 {
 	(void)s;
@@ -343,6 +368,7 @@ int main(void)
 	    cmocka_unit_test(test_values_are_order_sensitive),
 	    cmocka_unit_test(test_fifo_exact),
 	    cmocka_unit_test(test_partition_exact),
+	    cmocka_unit_test(test_partition_credit),
 	    cmocka_unit_test(test_mercury_exact),
 	    cmocka_unit_test(test_pulls_have_their_own_sockets),
 	    cmocka_unit_test(test_mercury_iteration_ends_after_delivery),

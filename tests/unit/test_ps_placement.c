@@ -15,7 +15,7 @@ static void test_big_arrays_split_evenly(void **state)
 	uint64_t orig[] = {1000, 1000001, 10}, len[] = {1000, 1000001, 10};
 	struct ps_placement pl;
 
-	assert_int_equal(ps_place(orig, len, 3, 4, 1000000, false, &pl), 0);
+	assert_int_equal(ps_place(orig, len, 3, 4, 1000000, false, 0, &pl), 0);
 	assert_int_equal(pl.count[0], 1);
 	assert_int_equal(pl.count[1], 4);
 	assert_int_equal(pl.count[2], 1);
@@ -43,10 +43,10 @@ static void test_bound_is_exclusive_and_split_all(void **state)
 	uint64_t orig[] = {1000000, 7}, len[] = {1000000, 7};
 	struct ps_placement pl;
 
-	assert_int_equal(ps_place(orig, len, 2, 3, 1000000, false, &pl), 0);
+	assert_int_equal(ps_place(orig, len, 2, 3, 1000000, false, 0, &pl), 0);
 	assert_int_equal(pl.count[0], 1); /* exactly at the bound: whole, as MXNet does */
 	ps_placement_free(&pl);
-	assert_int_equal(ps_place(orig, len, 2, 3, 1000000, true, &pl), 0);
+	assert_int_equal(ps_place(orig, len, 2, 3, 1000000, true, 0, &pl), 0);
 	assert_int_equal(pl.count[0], 3);
 	assert_int_equal(pl.count[1], 3);
 	assert_int_equal(pl.slices[pl.first[1]].len + pl.slices[pl.first[1] + 1].len +
@@ -61,13 +61,62 @@ static void test_shrunk_sizes_keep_the_original_decision(void **state)
 	uint64_t orig[] = {4000000, 2}, len[] = {400, 2};
 	struct ps_placement pl;
 
-	assert_int_equal(ps_place(orig, len, 2, 4, 1000000, false, &pl), 0);
+	assert_int_equal(ps_place(orig, len, 2, 4, 1000000, false, 0, &pl), 0);
 	assert_int_equal(pl.count[0], 4); /* decided on 4M, sliced on 400 */
 	assert_int_equal(pl.slices[pl.first[0] + 3].len, 100);
 	ps_placement_free(&pl);
 	/* A split tensor smaller than the server count: one parameter per slice. */
-	assert_int_equal(ps_place(orig, len, 2, 4, 1, false, &pl), 0);
+	assert_int_equal(ps_place(orig, len, 2, 4, 1, false, 0, &pl), 0);
 	assert_int_equal(pl.count[1], 2);
+	ps_placement_free(&pl);
+}
+
+/* Partition mode places every partition as a tensor of its own (ByteScheduler's keys): the
+ * partitions of one layer follow each other in offset order, consecutive ones on different
+ * servers, and one above the bound is itself sliced over every server. */
+static void test_partitions_are_tensors_spread_over_servers(void **state)
+{
+	(void)state;
+	uint64_t orig[] = {10, 9000000, 2500000}, len[] = {10, 9000000, 2500000};
+	struct ps_placement pl;
+
+	assert_int_equal(ps_place(orig, len, 3, 4, 1000000, false, 1000000, &pl), 0);
+	assert_int_equal(pl.count[0], 1); /* below the partition size: the layer itself */
+	assert_int_equal(pl.count[1], 9);
+	assert_int_equal(pl.count[2], 3); /* 1M, 1M and a ragged 0.5M */
+	assert_int_equal(pl.nparts, 1 + 9 + 3);
+	const struct ps_slice *s = &pl.slices[pl.first[1]];
+	for (int i = 0; i < 9; i++) {
+		assert_int_equal(s[i].layer, 1);
+		assert_int_equal(s[i].part, 1 + i);
+		assert_int_equal(s[i].off, (uint64_t)i * 1000000);
+		assert_int_equal(s[i].len, 1000000);
+		if (i > 0) /* neighbours never share a server (the old order sent a layer's
+			    * partitions bound for one server, then the next) */
+			assert_int_not_equal(s[i].server, s[i - 1].server);
+	}
+	const struct ps_slice *last = &pl.slices[pl.first[2] + 2];
+	assert_int_equal(last->len, 500000);
+	assert_int_equal(last->off + last->len, 2500000);
+	ps_placement_free(&pl);
+
+	/* Partitions of 2M parameters exceed the bound: each is sliced over the 4 servers. */
+	assert_int_equal(ps_place(orig, len, 3, 4, 1000000, false, 2000000, &pl), 0);
+	assert_int_equal(pl.count[1], 4 * 4 + 1); /* the last 1M is not above the bound */
+	for (int i = 0; i < 4; i++) {
+		assert_int_equal(pl.slices[pl.first[1] + i].server, i);
+		assert_int_equal(pl.slices[pl.first[1] + i].part, 1);
+	}
+	assert_int_equal(pl.slices[pl.first[1] + 4].part, 2);
+	ps_placement_free(&pl);
+
+	/* Shrunk: the decision is on the original size of each partition. */
+	uint64_t o2[] = {4000000}, l2[] = {400};
+	assert_int_equal(ps_place(o2, l2, 1, 4, 1000000, false, 200, &pl), 0);
+	assert_int_equal(pl.count[0], 2 * 4); /* 2M-parameter partitions: sliced */
+	ps_placement_free(&pl);
+	assert_int_equal(ps_place(o2, l2, 1, 4, 1000000, false, 100, &pl), 0);
+	assert_int_equal(pl.count[0], 4); /* 1M each: whole, on servers 0, 1, 2, 3 by key */
 	ps_placement_free(&pl);
 }
 
@@ -78,7 +127,7 @@ static void test_egress_bytes_colocated(void **state)
 	struct ps_placement pl;
 	double eg[2 * 2];
 
-	assert_int_equal(ps_place(orig, len, 2, 2, 1000000, false, &pl), 0);
+	assert_int_equal(ps_place(orig, len, 2, 2, 1000000, false, 0, &pl), 0);
 	ps_egress_bytes(&pl, 2, eg);
 	/* Split layer: each node pushes its half-gradient for the other server (4 MB) and pulls
 	 * its own half back to the other worker (4 MB). */
@@ -167,6 +216,7 @@ int main(void)
 	    cmocka_unit_test(test_big_arrays_split_evenly),
 	    cmocka_unit_test(test_bound_is_exclusive_and_split_all),
 	    cmocka_unit_test(test_shrunk_sizes_keep_the_original_decision),
+	    cmocka_unit_test(test_partitions_are_tensors_spread_over_servers),
 	    cmocka_unit_test(test_egress_bytes_colocated),
 	    cmocka_unit_test(test_connections_never_span_two_groups),
 	    cmocka_unit_test(test_ideal_no_comm_is_compute),
