@@ -59,29 +59,6 @@ mkdir -p "$OUT"
 : >"$OUT/results.jsonl"
 export CL_KEEP_TIMELINES=$OUT
 
-# One run of a cell: run_ps, repeated (STEAL_RETRIES times at most) while the hypervisor took
-# more than CL_STEAL_MAX (lib.sh) of the VM's CPU time during it; it keeps its last try, says
-# how many it took and which repetition ($REP) of the cell it is.
-STEAL_RETRIES=${STEAL_RETRIES:-2}
-REP=0
-bench_cell() {
-	local out=$1 one try steal
-	shift
-	one=$(mktemp)
-	for ((try = 0; ; try++)); do
-		: >"$one"
-		run_ps "$one" "$@"
-		steal=$(jq -r '.host_steal // 0' "$one")
-		if [ "$try" -ge "$STEAL_RETRIES" ] || [ "$(echo "$steal <= $CL_STEAL_MAX" | bc -l)" = 1 ]; then
-			break
-		fi
-		echo "bench-cluster: $1 $2: host steal $steal, running it again" >&2
-	done
-	jq -c --argjson tries "$((try + 1))" --argjson rep "$REP" '. + {runs: $tries, rep: $rep}' \
-		"$one" >>"$out"
-	rm -f "$one"
-}
-
 # fifo, mercury and the default partition of one cell, REPEAT times in turn:
 # bench_modes LABEL_SUFFIX MODEL SHRINK PS_ARGS...
 bench_modes() {
@@ -89,9 +66,9 @@ bench_modes() {
 	shift 3
 	for ((REP = 0; REP < REPEAT; REP++)); do
 		for mode in fifo mercury; do
-			bench_cell "$OUT/results.jsonl" "$mode$tag" "$model" "$mode" "$@"
+			run_cell "$OUT/results.jsonl" "$mode$tag" "$model" "$mode" "$@"
 		done
-		bench_cell "$OUT/results.jsonl" "partition$tag" "$model" partition "$@" \
+		run_cell "$OUT/results.jsonl" "partition$tag" "$model" partition "$@" \
 			--part $((1000000 / k)) --credit $((4000000 / k))
 	done
 	REP=0
@@ -117,7 +94,7 @@ for model in $MODELS; do
 		if [ "$GRID" = 1 ]; then
 			for pc in 250000:1000000 1000000:1000000 1000000:16000000 4000000:16000000; do
 				p=${pc%%:*} c=${pc##*:}
-				bench_cell "$OUT/results.jsonl" "grid$tag-$p-$c" "$model" partition "${args[@]}" \
+				run_cell "$OUT/results.jsonl" "grid$tag-$p-$c" "$model" partition "${args[@]}" \
 					--part $((p / k)) --credit $((c / k))
 			done
 		fi

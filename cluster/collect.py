@@ -50,6 +50,10 @@ res = {
     "iter_s": (last_end - last_start) / iters if ok else None,
     "iter_s_span": round((last_end - first_start) / iters, 6) if ok else None,
     "iter_s_nodes": [x.get("iter_s") for x in nodes],
+    # The cluster's end of each forward pass (its last node's), warm-up first: per-iteration
+    # times, e.g. in the phases of a link whose rate changes (cluster/tune.sh --varying).
+    "iter_ends": [max(e) for e in zip(*(x["fp_end"] for x in nodes))]
+    if ok and all("fp_end" in x for x in nodes) else None,
     # The measured window, to line up samples taken beside the run (e.g. each node's egress
     # byte count).
     "window": [first_start, last_end] if ok else None,

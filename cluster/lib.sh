@@ -210,6 +210,30 @@ run_ps() {
 	return $rc
 }
 
+# run_cell OUT_JSONL LABEL MODEL MODE [mercury-ps args...]: run_ps, repeated (STEAL_RETRIES,
+# 2, times at most) while the hypervisor took more than CL_STEAL_MAX of the VM's CPU time
+# during it; keeps its last try and records how many it took and which repetition ($REP) of
+# the cell it is.
+STEAL_RETRIES=${STEAL_RETRIES:-2}
+REP=0
+run_cell() {
+	local out=$1 one try steal
+	shift
+	one=$(mktemp)
+	for ((try = 0; ; try++)); do
+		: >"$one"
+		run_ps "$one" "$@"
+		steal=$(jq -r '.host_steal // 0' "$one")
+		if [ "$try" -ge "$STEAL_RETRIES" ] || [ "$(echo "$steal <= $CL_STEAL_MAX" | bc -l)" = 1 ]; then
+			break
+		fi
+		echo "cluster: $1 $2: host steal $steal, running it again" >&2
+	done
+	jq -c --argjson tries "$((try + 1))" --argjson rep "$REP" '. + {runs: $tries, rep: $rep}' \
+		"$one" >>"$out"
+	rm -f "$one"
+}
+
 # run_torch DIR SCRIPT [args...]: one training process per node, launched by PyTorch's own
 # launcher (torch.distributed.run, static rendezvous at node 0) inside the node's namespace,
 # with node i's mercuryd socket. Logs in DIR/node<i>.log (launcher) and DIR/logs<i>/ (the

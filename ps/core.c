@@ -94,7 +94,7 @@ int ps_conn_of_layer(const struct ps_node *n, int layer, enum ps_dir dir)
 {
 	int k = n->K == 1 ? 0 : n->conn_of[layer];
 
-	return dir == PS_DIR_PULL && n->C > n->K ? n->K + k : k;
+	return dir == PS_DIR_PULL && n->cfg.mode == PS_MERCURY ? n->K + k : k;
 }
 
 int ps_enqueue(struct ps_conn *c, uint16_t type, int slice, uint64_t iter, uint64_t off,

@@ -134,6 +134,10 @@ static void print_result(const struct ps_config *c, const struct ps_profile *p, 
 	add_double(o, "t_start", r->fp_end[c->warmup]);
 	add_double(o, "t_end", r->fp_end[c->warmup + c->iters]);
 	add_double(o, "iter_s", r->iter_s);
+	struct json_object *ends = json_object_new_array(); /* every iteration's, warm-up first */
+	for (int i = 0; i <= c->warmup + c->iters; i++)
+		json_object_array_add(ends, json_object_new_double(r->fp_end[i]));
+	json_object_object_add(o, "fp_end", ends);
 	add_u64(o, "bytes_sent", r->bytes_sent);
 	add_bool(o, "verify", c->verify);
 	add_u64(o, "pulls_checked", r->pulls_checked);

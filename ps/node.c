@@ -493,6 +493,10 @@ static int setup_model(struct ps_node *n, const uint64_t *params, char *err, siz
 	 * default band, instead of riding on push data queued behind everything in a low band
 	 * (one such starved ACK cost a minimum RTO: ResNet-50, 15 bands, 3 runs in 10). */
 	n->C = cfg->mode == PS_MERCURY ? 2 * n->K : n->K;
+	/* partition: a second connection per pair carries rank 0's order messages, so that
+	 * they never wait in a socket behind megabytes of pushes written before them */
+	if (cfg->mode == PS_PARTITION)
+		n->C = n->K + 1;
 	for (int i = 0; i < n->pl.nslices; i++)
 		if (n->pl.slices[i].server == cfg->rank)
 			n->pulls_owed += (uint64_t)cfg->nodes;

@@ -133,10 +133,10 @@ static void dispatch(struct ps_node *n, const struct ps_part *p)
 		ps_enqueue_at(n->wconn[sl->server][0], PS_MSG_PUSH, i, p->iter, 0, sl->len,
 			      grad_of(n, layer) + sl->off, prio_key(p->iter, layer), at);
 	}
-	if (n->cfg.rank == 0)
-		for (int s = 1; s < n->cfg.nodes; s++) /* ahead of every queued push */
-			ps_enqueue(n->wconn[s][0], PS_MSG_ORDER, -1, p->iter, (uint64_t)p->part, 0,
-				   NULL, 0);
+	if (n->cfg.rank == 0) /* on the pair's control connection (node.c) */
+		for (int s = 1; s < n->cfg.nodes; s++)
+			ps_enqueue(n->wconn[s][n->K], PS_MSG_ORDER, -1, p->iter, (uint64_t)p->part,
+				   0, NULL, 0);
 }
 
 /* Dispatches what the order and the credit allow. */

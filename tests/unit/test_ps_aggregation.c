@@ -343,13 +343,15 @@ static void test_bad_address_is_reported(void **s)
 
 /* Mercury mode: a layer's pull goes on a socket of its own, the push connection's index + K,
  * so the worker's ACKs of pull data never ride on its push packets (queued in a low band
- * they held the pull until its retransmission timeout); fifo keeps one socket per pair. */
+ * they held the pull until its retransmission timeout); fifo keeps one socket per pair, and
+ * so does partition (its second one carries only rank 0's order messages). */
 static void test_pulls_have_their_own_sockets(void **state)
 {
 	static struct ps_node n; /* large; zeroed */
 	int conn_of[6] = {0, 0, 1, 2, 3, 3};
 
 	(void)state;
+	n.cfg.mode = PS_MERCURY;
 	n.K = 4;
 	n.C = 8;
 	n.conn_of = conn_of;
@@ -357,7 +359,12 @@ static void test_pulls_have_their_own_sockets(void **state)
 		assert_int_equal(ps_conn_of_layer(&n, l, PS_DIR_PUSH), conn_of[l]);
 		assert_int_equal(ps_conn_of_layer(&n, l, PS_DIR_PULL), 4 + conn_of[l]);
 	}
+	n.cfg.mode = PS_FIFO;
 	n.K = n.C = 1;
+	assert_int_equal(ps_conn_of_layer(&n, 5, PS_DIR_PUSH), 0);
+	assert_int_equal(ps_conn_of_layer(&n, 5, PS_DIR_PULL), 0);
+	n.cfg.mode = PS_PARTITION;
+	n.C = 2;
 	assert_int_equal(ps_conn_of_layer(&n, 5, PS_DIR_PUSH), 0);
 	assert_int_equal(ps_conn_of_layer(&n, 5, PS_DIR_PULL), 0);
 }
