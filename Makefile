@@ -270,13 +270,19 @@ uninstall:
 	-rmdir $(DESTDIR)$(PYTHONDIR)/mercury 2>/dev/null
 
 # Reference PS on the emulated cluster (cluster/): the paper's comparison and its short demo.
-.PHONY: bench-cluster demo-cluster bench-torch
+.PHONY: bench-cluster demo-cluster bench-torch bench-baseline
 # Real training (resnet18 on 2 emulated nodes, 4 rates) against DDP over gloo: ~55 min.
 bench-torch: $(BUILD)/mercury-ps $(BUILD)/mercuryd $(BUILD)/libmercury-ps.so
 	bench/torch_bench.sh
 
 bench-cluster: $(BUILD)/mercury-ps $(BUILD)/mercuryd
 	cluster/bench.sh
+
+# The ByteScheduler baseline tuned over its (P, C) grid against untuned Mercury, the per-op
+# start-up cost swept and a link whose rate changes: ~80 min (cluster/tune.sh).
+bench-baseline: $(BUILD)/mercury-ps $(BUILD)/mercuryd
+	cluster/tune.sh --models "resnet50 vgg16" --cases "mxnet bal" --op-costs "0 50 200 1000" \
+		--op-cost-model resnet50 --varying resnet50
 
 demo-cluster: $(BUILD)/mercury-ps $(BUILD)/mercuryd
 	cluster/demo.sh

@@ -20,17 +20,20 @@
 #
 # Usage: cluster/bench.sh [--quick] [--models "vgg16 ..."] [--nodes N] [--out DIR]
 #        [--scale S] [--shaper mercuryd|tc] [--iters N] [--repeat N] [--no-split-all]
-#        [--no-balanced] [--no-grid]
+#        [--no-balanced]
+#
+# partition runs here at ByteScheduler's defaults (P = 1M, C = 4M), untuned; the tuned
+# baseline, a (P, C) grid per model with its best cells re-run, is cluster/tune.sh.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 
 MODELS="vgg16 resnet50 alexnet inception3 bert_base"
 NODES=4 SCALE=25 ITERS=4 OUT=${OUT:-$CL_ROOT/build/bench-cluster}
-SHAPER=auto GRID=1 SPLIT=1 BALANCED=1 REPEAT=${REPEAT:-3}
+SHAPER=auto SPLIT=1 BALANCED=1 REPEAT=${REPEAT:-3}
 while [ $# -gt 0 ]; do
 	case $1 in
-	--quick) ITERS=3 GRID=0 SPLIT=0 BALANCED=0 REPEAT=1 ;;
+	--quick) ITERS=3 SPLIT=0 BALANCED=0 REPEAT=1 ;;
 	--models) MODELS=$2; shift ;;
 	--nodes) NODES=$2; shift ;;
 	--scale) SCALE=$2; shift ;;
@@ -38,7 +41,7 @@ while [ $# -gt 0 ]; do
 	--shaper) SHAPER=$2; shift ;;
 	--iters) ITERS=$2; shift ;;
 	--repeat) REPEAT=$2; shift ;;
-	--no-grid) GRID=0 ;;
+	--no-grid) ;; # kept for old command lines: the grid is cluster/tune.sh's now
 	--no-split-all) SPLIT=0 ;;
 	--no-balanced) BALANCED=0 ;;
 	*) echo "bench-cluster: unknown option $1" >&2; exit 2 ;;
@@ -91,13 +94,6 @@ for model in $MODELS; do
 			--rate "${RATE}mbit" --shrink "$k" --time-scale "$ts" ${pl:+$pl})
 		echo "$ideal" | sed "s/^{/{\"label\":\"ideal$tag\",/" >>"$OUT/results.jsonl"
 		bench_modes "$tag" "$model" "$k" "${args[@]}"
-		if [ "$GRID" = 1 ]; then
-			for pc in 250000:1000000 1000000:1000000 1000000:16000000 4000000:16000000; do
-				p=${pc%%:*} c=${pc##*:}
-				run_cell "$OUT/results.jsonl" "grid$tag-$p-$c" "$model" partition "${args[@]}" \
-					--part $((p / k)) --credit $((c / k))
-			done
-		fi
 	done
 	if [ "$BALANCED" = 1 ]; then
 		r=$("$PS_BIN" ideal --profile "$CL_ROOT/models/$model.prof" --nodes "$NODES" --rate 10gbit)

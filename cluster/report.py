@@ -65,35 +65,29 @@ for tag, title in [("", "MXNet placement (arrays > 1M parameters sliced over all
     if not present:
         continue
     print(f"### {title}\n")
-    print("Medians over the runs of each cell (runs: how many of fifo and of mercury succeeded); "
+    print("partition is ByteScheduler at its defaults, untuned; the tuned baseline is "
+          "cluster/tune.sh's (cluster/RESULTS.md). "
+          "Medians over the runs of each cell (runs: how many of fifo and of mercury succeeded); "
           "fifo and mercury show their spread (min-max) when run more than once, and the share "
           "of the ideal gain is also given per repetition (fifo and mercury run in turn).\n")
-    print("| model | runs | fifo s | partition s (P=1M,C=4M) | best partition s (P,C) | mercury s | ideal s "
+    print("| model | runs | fifo s | partition s (P=1M,C=4M, untuned) | mercury s | ideal s "
           "| mercury speedup | ideal speedup | share of ideal gain | per repetition | mercury/ideal "
-          "| vs partition | vs best partition | retrans % fifo / mercury | link util fifo / mercury "
+          "| vs partition | retrans % fifo / mercury | link util fifo / mercury "
           "| host CPU fifo / mercury | tagged |")
-    print("|" + "---|" * 18)
+    print("|" + "---|" * 16)
     for m in present:
         d = by[m]
         fi, me, pa = it(d, "fifo" + tag), it(d, "mercury" + tag), it(d, "partition" + tag)
         idl = it(d, "ideal" + tag)
-        cands = [(it(d, k), k) for k in d if (k == "partition" + tag or
-                 (k.startswith("grid" + tag + "-") and k.count("-") == (3 if tag else 2)))]
-        cands = [(t, k) for t, k in cands if t]
-        best, bk = min(cands) if cands else (None, "")
-        bpc = ""
-        if bk:
-            r = d[bk][0]
-            bpc = f" ({r['part'] * r['shrink'] / 1e6:g}M,{r['credit'] * r['shrink'] / 1e6:g}M)"
         sp = fi / me if fi and me else None
         isp = fi / idl if fi and idl else None
         share = (sp - 1) / (isp - 1) if sp and isp and isp > 1 else None
         lf, lm = "fifo" + tag, "mercury" + tag
         n = min(len(runs(d, lf)), len(runs(d, lm)))
-        print(f"| {m} | {n} | {f(fi)}{spread(d, lf)} | {f(pa)} | {f(best)}{bpc} | {f(me)}{spread(d, lm)} "
+        print(f"| {m} | {n} | {f(fi)}{spread(d, lf)} | {f(pa)} | {f(me)}{spread(d, lm)} "
               f"| {f(idl)} | {f(sp, '{:.2f}x')} "
               f"| {f(isp, '{:.2f}x')} | {f(share, '{:.0%}')} | {shares(d, tag, idl)} | {f(me / idl if me and idl else None, '{:.3f}')} "
-              f"| {f(pa / me if pa and me else None, '{:.2f}x')} | {f(best / me if best and me else None, '{:.2f}x')} "
+              f"| {f(pa / me if pa and me else None, '{:.2f}x')} "
               f"| {med(d, lf, 'retrans_pct')} / {med(d, lm, 'retrans_pct')} "
               f"| {med(d, lf, 'link_util')} / {med(d, lm, 'link_util')} "
               f"| {med(d, lf, 'host_cpu_busy')} / {med(d, lm, 'host_cpu_busy')} "

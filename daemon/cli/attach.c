@@ -287,7 +287,7 @@ static int plan_backend(const struct cli_ctx *ctx, struct attach_plan *p)
 }
 
 /* Loads the classifier on the shared maps and fills its per-interface maps. */
-static int load_classifier(const struct cli_ctx *ctx, struct attach_plan *p, int *globals,
+static int load_classifier(const struct cli_ctx *ctx, struct attach_plan *p,
 			   struct classifier_bpf **out)
 {
 	struct classifier_bpf *skel;
@@ -295,12 +295,12 @@ static int load_classifier(const struct cli_ctx *ctx, struct attach_plan *p, int
 	__u32 key = 0;
 	int r;
 
-	if (pins_global_maps(ctx->pin_root, globals, err, sizeof(err))) {
+	*out = skel = classifier_bpf__open();
+	if (skel && pins_use_globals(skel->obj, ctx->pin_root, err, sizeof(err))) {
 		cli_error(ctx, "attach %s: %s", p->a.iface, err);
 		return -1;
 	}
-	*out = skel = classifier_bpf__open();
-	if (!skel || pins_reuse_globals(skel->obj, globals) || classifier_bpf__load(skel)) {
+	if (!skel || classifier_bpf__load(skel)) {
 		cli_error(ctx,
 			  "attach %s: cannot load the classifier: %s (run with -v for the "
 			  "verifier log)",
@@ -324,7 +324,7 @@ static int load_classifier(const struct cli_ctx *ctx, struct attach_plan *p, int
 static int attach_apply(const struct cli_ctx *ctx, struct attach_plan *p, unsigned *done,
 			char *warn, size_t warnlen)
 {
-	int globals[GM_COUNT] = {-1, -1, -1, -1}, r = -1;
+	int r = -1;
 	struct mercury_attach_state *st = &p->st;
 	struct classifier_bpf *skel = NULL;
 	struct tc_hook_result hook = {0};
@@ -356,7 +356,7 @@ static int attach_apply(const struct cli_ctx *ctx, struct attach_plan *p, unsign
 	st->mqprio_hw = mqprio_hw;
 	if (warn[0])
 		cli_warn(ctx, "%s: %s", iface, warn);
-	if (load_classifier(ctx, p, globals, &skel))
+	if (load_classifier(ctx, p, &skel))
 		goto out;
 	*done |= ATTACH_DID_PINS; /* a failed pin_iface may have pinned some */
 	if (pin_iface(skel, ctx->pin_root, iface, err, sizeof(err)) ||
@@ -378,7 +378,6 @@ static int attach_apply(const struct cli_ctx *ctx, struct attach_plan *p, unsign
 	r = 0;
 out:
 	classifier_bpf__destroy(skel);
-	pins_close_globals(globals);
 	return r;
 }
 

@@ -85,7 +85,7 @@ int fastpath_attach(const char *root, const char *cgroup, char *err, size_t errl
 {
 	char cg_root[PATH_MAX], resolved[PATH_MAX], link_path[PATH_MAX], state_path[PATH_MAX];
 	struct mercury_fastpath_state st = {.layout_version = MERCURY_LAYOUT_VERSION}, old;
-	int globals[GM_COUNT] = {-1, -1, -1, -1}, cg_fd, r;
+	int cg_fd, r;
 	struct tag_fastpath_bpf *skel = NULL;
 	struct bpf_link *link = NULL;
 	struct timespec now;
@@ -115,10 +115,10 @@ int fastpath_attach(const char *root, const char *cgroup, char *err, size_t errl
 		return -EEXIST;
 	}
 	snprintf(st.cgroup, sizeof(st.cgroup), "%s", resolved);
-	if ((r = pins_global_maps(root, globals, err, errlen)))
-		goto out;
 	skel = tag_fastpath_bpf__open();
-	if (!skel || (r = pins_reuse_globals(skel->obj, globals)) || tag_fastpath_bpf__load(skel)) {
+	if (skel && (r = pins_use_globals(skel->obj, root, err, errlen)))
+		goto out;
+	if (!skel || tag_fastpath_bpf__load(skel)) {
 		r = -errno;
 		snprintf(err, errlen,
 			 "cannot load the tag fast path: %s (run with -v for the verifier log)",
@@ -149,7 +149,6 @@ int fastpath_attach(const char *root, const char *cgroup, char *err, size_t errl
 out:
 	bpf_link__destroy(link); /* the pin keeps it attached */
 	tag_fastpath_bpf__destroy(skel);
-	pins_close_globals(globals);
 	close(cg_fd);
 	return r;
 }

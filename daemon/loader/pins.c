@@ -162,26 +162,62 @@ int pins_check_layout(int fd, const char *path, unsigned type, unsigned value_si
 	return -EPROTO;
 }
 
-/* A pinned map is only reused if it has the layout this binary was built with. */
-static int open_checked(const char *path, const struct global_map_def *def, char *err,
-			size_t errlen)
+/*
+ * The shared maps are pinned the libbpf way: each object that declares them gets their pin
+ * path before it is loaded, and libbpf reuses a pin whose definition matches (type, key and
+ * value size, entries, flags) or creates the map and pins it. (The maps' source does not say
+ * LIBBPF_PIN_BY_NAME: every other loader of the objects — tests, benches — would then pin
+ * into the default /sys/fs/bpf; only mercuryd pins.) A pin of another layout is refused
+ * first, here, with a message naming both layouts, not libbpf's bare -EINVAL.
+ */
+static int check_pinned_def(const char *path, const struct bpf_map *m, char *err, size_t errlen)
 {
-	int fd = bpf_obj_get(path), r;
+	struct bpf_map_info info = {};
+	__u32 len = sizeof(info);
+	int fd = bpf_obj_get(path), r = 0;
 
 	if (fd < 0)
-		return -errno;
-	r = pins_check_layout(fd, path, def->type, def->value_size, NULL, err, errlen);
-	if (r) {
-		size_t n = strlen(err);
-
-		close(fd);
-		if (r == -EPROTO)
-			snprintf(err + n, errlen - n,
-				 "; detach every interface with the old mercuryd, or remove the "
-				 "pin");
-		return -EEXIST;
+		return errno == ENOENT ? 0 : -errno; /* not pinned yet: libbpf pins it */
+	if (bpf_obj_get_info_by_fd(fd, &info, &len)) {
+		r = -errno;
+		snprintf(err, errlen, "cannot inspect %s: %s", path, strerror(-r));
+	} else if (info.type != bpf_map__type(m) || info.key_size != bpf_map__key_size(m) ||
+		   info.value_size != bpf_map__value_size(m) ||
+		   info.max_entries != bpf_map__max_entries(m)) {
+		snprintf(
+		    err, errlen,
+		    "%s has another layout (type %u, key %u, value %u bytes, %u entries) than "
+		    "this mercuryd (layout version %d: type %u, key %u, value %u bytes, %u "
+		    "entries); detach every interface with the old mercuryd, or remove the pin",
+		    path, info.type, info.key_size, info.value_size, info.max_entries,
+		    MERCURY_LAYOUT_VERSION, bpf_map__type(m), bpf_map__key_size(m),
+		    bpf_map__value_size(m), bpf_map__max_entries(m));
+		r = -EEXIST;
 	}
-	return fd;
+	close(fd);
+	return r;
+}
+
+int pins_use_globals(struct bpf_object *obj, const char *root, char *err, size_t errlen)
+{
+	char path[PATH_MAX];
+	int r;
+
+	for (int i = 0; i < GM_COUNT; i++) {
+		struct bpf_map *m = bpf_object__find_map_by_name(obj, global_maps[i].name);
+
+		if (!m)
+			continue; /* an object may use only some of them */
+		if ((r = pins_path(path, sizeof(path), root, NULL, global_maps[i].name)) ||
+		    (r = check_pinned_def(path, m, err, errlen)))
+			return r;
+		if (bpf_map__set_pin_path(m, path)) {
+			r = -errno;
+			snprintf(err, errlen, "cannot set the pin path %s: %s", path, strerror(-r));
+			return r;
+		}
+	}
+	return 0;
 }
 
 void pins_close_globals(int fds[GM_COUNT])
@@ -195,58 +231,41 @@ void pins_close_globals(int fds[GM_COUNT])
 
 int pins_global_maps(const char *root, int fds[GM_COUNT], char *err, size_t errlen)
 {
-	char path[GM_COUNT][PATH_MAX];
 	struct classifier_bpf *skel;
-	int missing = 0, r;
+	int r;
 
-	for (int i = 0; i < GM_COUNT; i++) {
-		pins_path(path[i], sizeof(path[i]), root, NULL, global_maps[i].name);
-		fds[i] = open_checked(path[i], &global_maps[i], err, errlen);
-		if (fds[i] == -EEXIST) {
-			pins_close_globals(fds);
-			return -EEXIST;
-		}
-		missing += fds[i] < 0;
-	}
-	if (!missing)
-		return 0;
-	pins_close_globals(fds);
-
-	/* Create them all from the classifier object so they carry its BTF (bpftool dumps
-	 * them by field); they are pinned and unpinned together. */
-	skel = classifier_bpf__open_and_load();
+	for (int i = 0; i < GM_COUNT; i++)
+		fds[i] = -1;
+	/* The classifier declares them all: loading it (not attaching it) reuses or creates
+	 * and pins them, with its BTF (bpftool dumps them by field). */
+	skel = classifier_bpf__open();
 	if (!skel) {
+		r = -errno;
+		snprintf(err, errlen, "cannot open the classifier object: %s", strerror(-r));
+		return r;
+	}
+	if ((r = pins_use_globals(skel->obj, root, err, errlen)))
+		goto out;
+	if (classifier_bpf__load(skel)) {
 		r = -errno;
 		snprintf(err, errlen, "cannot load the classifier object: %s (run with -v)",
 			 strerror(-r));
-		return r;
+		goto out;
 	}
 	for (int i = 0; i < GM_COUNT; i++) {
 		struct bpf_map *m = bpf_object__find_map_by_name(skel->obj, global_maps[i].name);
 
-		unlink(path[i]);
-		if (!m || bpf_map__pin(m, path[i])) {
+		fds[i] = m ? dup(bpf_map__fd(m)) : -1;
+		if (fds[i] < 0) {
 			r = m ? -errno : -ENOENT;
-			snprintf(err, errlen, "cannot pin %s: %s", path[i], strerror(-r));
-			for (int k = 0; k < i; k++)
-				unlink(path[k]);
+			snprintf(err, errlen, "cannot hold the shared map %s: %s",
+				 global_maps[i].name, strerror(-r));
 			pins_close_globals(fds);
-			classifier_bpf__destroy(skel);
-			return r;
+			goto out;
 		}
-		fds[i] = dup(bpf_map__fd(m));
 	}
+	r = 0;
+out:
 	classifier_bpf__destroy(skel);
-	return 0;
-}
-
-int pins_reuse_globals(struct bpf_object *obj, const int fds[GM_COUNT])
-{
-	for (int i = 0; i < GM_COUNT; i++) {
-		struct bpf_map *m = bpf_object__find_map_by_name(obj, global_maps[i].name);
-
-		if (m && bpf_map__reuse_fd(m, fds[i]))
-			return -errno;
-	}
-	return 0;
+	return r;
 }

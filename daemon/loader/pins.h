@@ -31,9 +31,8 @@ struct global_map_def {
 };
 extern const struct global_map_def global_maps[GM_COUNT];
 
-/* fds of the shared maps, created (by loading the classifier object, not attaching it) and
- * pinned if absent; a pinned map of another layout is refused naming both layouts. Caller
- * closes them. */
+/* fds of the shared maps, reused from their pins or created and pinned; a pinned map of
+ * another layout is refused naming both layouts (-EEXIST). Caller closes them. */
 int pins_global_maps(const char *root, int fds[GM_COUNT], char *err, size_t errlen);
 
 /* 0 when fd is a map of this type and value size (*id, if not NULL, gets its id); -EPROTO
@@ -42,8 +41,10 @@ int pins_check_layout(int fd, const char *path, unsigned type, unsigned value_si
 		      char *err, size_t errlen);
 
 struct bpf_object;
-/* Makes obj (opened, not loaded) use the shared maps instead of creating its own; -errno. */
-int pins_reuse_globals(struct bpf_object *obj, const int fds[GM_COUNT]);
+/* Before obj (opened, not loaded) is loaded: gives the shared maps it declares their pin
+ * paths under root, so that libbpf's load reuses each pin (or creates and pins the map);
+ * refuses (-EEXIST, err naming both layouts) a pin whose definition differs. */
+int pins_use_globals(struct bpf_object *obj, const char *root, char *err, size_t errlen);
 
 void pins_close_globals(int fds[GM_COUNT]);
 

@@ -52,6 +52,15 @@ expect_error "not root" "root" in_s setpriv --reuid=65534 --regid=65534 --clear-
 in_s tc qdisc replace dev va root handle 8001: tbf rate 50mbit burst 32k latency 40ms
 expect_error "conflicting root qdisc" "tbf 8001:.*--force" mercuryd_s attach va --qdisc htb --rate 1gbit
 in_s tc qdisc del dev va root
+# A shared map of another layout pinned where mercuryd's belongs (say, an older mercuryd's):
+# attach refuses before it touches anything, naming both layouts and this layout version.
+mkdir -p "$PIN_ROOT"
+bpftool map create "$PIN_ROOT/jobs" type hash key 4 value 4 entries 1 name jobs ||
+	fail "pin a foreign jobs map"
+expect_error "shared map of another layout pinned" "jobs has another layout.*layout version [0-9]+" \
+	mercuryd_s attach va --qdisc htb --rate 1gbit
+rm -f "$PIN_ROOT/jobs"
+rmdir "$PIN_ROOT" 2>/dev/null
 expect_error "detach of an interface never attached" "not attached" mercuryd_s detach va
 expect_error "detach without interface" "exactly one interface" mercuryd_s detach
 expect_error "unknown command" "unknown command 'frob'" "$MERCURYD" frob

@@ -402,6 +402,7 @@ static void test_queued_bytes_move_up_when_the_iteration_ends(void **state)
 	struct mercury_iface_cfg cfg = {.nbands = 16, .default_band = 15};
 	struct mercury_sock_stats s1, s2;
 	struct classifier_bpf *prod;
+	char perr[512];
 	uint32_t zero = 0;
 	int a, b, small = 32768;
 	size_t queued;
@@ -419,7 +420,7 @@ static void test_queued_bytes_move_up_when_the_iteration_ends(void **state)
 		cfg.skb_priority[b] = 0x10000 + b;
 	prod = classifier_bpf__open();
 	assert_non_null(prod);
-	assert_int_equal(pins_reuse_globals(prod->obj, globals), 0);
+	assert_int_equal(pins_use_globals(prod->obj, pin_root, perr, sizeof(perr)), 0);
 	assert_int_equal(classifier_bpf__load(prod), 0);
 	assert_int_equal(bpf_map_update_elem(bpf_map__fd(prod->maps.cfg), &zero, &cfg, 0), 0);
 	assert_int_equal(bpf_tc_hook_create(&hook), 0);
