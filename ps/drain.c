@@ -15,10 +15,9 @@
 
 #include "node.h"
 
-/* The unit test sets it slower, so that an iteration's end lags its worker. */
-#ifndef DRAIN_POLL_NS
-#define DRAIN_POLL_NS 200000L /* 0.2 ms: far below a layer's pull time in any profile */
-#endif
+/* 0.2 ms: far below a layer's pull time in any profile. The unit test sets it slower, so
+ * that an iteration's end lags its worker. */
+long ps_drain_poll_ns = 200000L;
 
 static bool slot_ready(const struct ps_node *n, int i)
 {
@@ -72,7 +71,7 @@ static uint64_t acked(struct ps_conn *c)
 /* Whether every server connection from *next on (flattened worker x connection index) has
  * its target acknowledged; on false, *next is the first that has not. The count only grows,
  * so a caller polling one slot can resume there instead of re-reading every socket. */
-static bool slot_drained_from(struct ps_node *n, int i, int *next)
+bool ps_drain_slot_done(struct ps_node *n, int i, int *next)
 {
 	for (int j = *next; j < n->cfg.nodes * n->C; j++) {
 		int w = j / n->C, k = j % n->C;
@@ -89,7 +88,7 @@ static bool slot_drained_from(struct ps_node *n, int i, int *next)
 static void *drainer(void *arg)
 {
 	struct ps_node *n = arg;
-	const struct timespec pause = {0, DRAIN_POLL_NS};
+	const struct timespec pause = {0, ps_drain_poll_ns};
 	int polled = -1, next = 0; /* the slot being polled and where its check resumes */
 
 	pthread_mutex_lock(&n->mu);
@@ -110,7 +109,7 @@ static void *drainer(void *arg)
 		}
 		/* The targets of an armed slot do not change until it ends (n->mu not needed). */
 		pthread_mutex_unlock(&n->mu);
-		bool done = slot_drained_from(n, armed, &next);
+		bool done = ps_drain_slot_done(n, armed, &next);
 		if (!done)
 			nanosleep(&pause, NULL);
 		pthread_mutex_lock(&n->mu);

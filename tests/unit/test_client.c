@@ -2,7 +2,7 @@
  * libmercury against a scripted daemon on a private socket: frames as the daemon's decoder
  * reads them, fds passed only where the type takes one, replies matched to their request
  * when many threads share one client, argument errors caught before any round trip, and a
- * vanished daemon reported as such. (lib/mercury.c is compiled in, as the PS tests do.)
+ * vanished daemon reported as such.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -18,7 +18,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "../../lib/mercury.c"
+#include "mercury.h"
 #include "wire_decode.h"
 
 static char sock_path[108];

@@ -4,6 +4,7 @@
  * multiple of the chunk or partition, split and whole placement, a slow worker — and a worker
  * that drops out mid-iteration makes every node fail fast instead of hanging.
  */
+#include <errno.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -12,19 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-/* The node ends an iteration up to 20 ms after its worker could go on: pushes would be
- * written ahead of the end if the PS did not hold them. */
-#define DRAIN_POLL_NS 20000000L
-#include "../../ps/profile.c"
-#include "../../ps/placement.c"
-#include "../../ps/wire.c"
-#include "../../ps/sendq.c"
-#include "../../ps/server.c"
-#include "../../ps/worker.c"
-#include "../../ps/core.c"
-#include "../../ps/node.c"
-#include "../../ps/emulate.c"
-#include "../../ps/drain.c"
+#include "node.h"
 
 /* Tags are libmercury's business; these tests exercise the PS alone. */
 int ps_tag_open(struct ps_node *n)
@@ -50,7 +39,7 @@ void ps_tag_iteration(struct ps_node *n, uint64_t iter, bool begin)
 		return;
 	int r = n->cfg.rank, from = 0;
 	bool delivered =
-	    !n->drainer_started || slot_drained_from(n, (int)(iter % PS_ITER_SLOTS), &from);
+	    !n->drainer_started || ps_drain_slot_done(n, (int)(iter % PS_ITER_SLOTS), &from);
 
 	pthread_mutex_lock(&marks.mu);
 	marks.out_of_order += marks.ends[r] > 0 && iter != marks.last[r] + 1;
@@ -385,5 +374,8 @@ int main(void)
 	    cmocka_unit_test(test_disconnect_fails_fast),
 	    cmocka_unit_test(test_bad_address_is_reported),
 	};
+	/* The node ends an iteration up to 20 ms after its worker could go on: pushes would be
+	 * written ahead of the end if the PS did not hold them. */
+	ps_drain_poll_ns = 20000000L;
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

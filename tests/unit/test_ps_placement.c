@@ -6,8 +6,7 @@
 #include <cmocka.h>
 #include <math.h>
 
-#include "../../ps/placement.c"
-#include "../../ps/ideal.c"
+#include "ps.h"
 
 static void test_big_arrays_split_evenly(void **state)
 {
