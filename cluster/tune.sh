@@ -113,6 +113,12 @@ for model in $MODELS; do
 		done
 		echo "{\"label\":\"grid-cost\",\"wall_s\":$(($(date +%s) - t0))}" >>"$f"
 		mapfile -t top < <(best_cells "$f" grid: "$TOP")
+		for pc in "${top[@]}"; do # the bound under each cell's own placement
+			read -ra pa <<<"$(part_args "$model" "${pc%%:*}" "${pc##*:}")"
+			"$PS_BIN" ideal --profile "$CL_ROOT/models/$model.prof" --nodes "$NODES" \
+				--rate "${RATE}mbit" --shrink "$(shrink_of "$model")" --time-scale "$ts" \
+				--mode partition "${pa[@]}" | jq -c --arg l "ideal:$pc" '. + {label: $l, ok: true}' >>"$f"
+		done
 		for ((REP = 0; REP < REPEAT; REP++)); do
 			run_cell "$f" fifo "$model" fifo "${args[@]}"
 			run_cell "$f" mercury "$model" mercury "${args[@]}" --bands "$CL_BANDS"

@@ -85,9 +85,13 @@ for path in sorted(glob.glob(os.path.join(out, "*.jsonl"))):
         vs_f = f"{mf / m:.2f}x" if mf else ""
         vs_m = f"{m / mm:.3f}" if mm and not name.startswith("mercury") else ""
         print(f"| {name} | {len(xs)} | {m:.3f} | {span(xs)} | {vs_f} | {vs_m} |")
-    if ideal:
-        print(f"| ideal (computed) | | {ideal:.3f} | | {mf / ideal:.2f}x | {ideal / mm:.3f} |"
-              if mf and mm else "")
+    if ideal and mf and mm:
+        print(f"| ideal (computed, MXNet placement) | | {ideal:.3f} | | {mf / ideal:.2f}x | "
+              f"{ideal / mm:.3f} |")
+    for r in rows:  # the bound under a partition cell's own placement
+        if r.get("label", "").startswith("ideal:") and mf and mm:
+            print(f"| ideal under partition {cell_name(r['label'][6:])}'s placement | | "
+                  f"{r['iter_s']:.3f} | | {mf / r['iter_s']:.2f}x | {r['iter_s'] / mm:.3f} |")
     ngrid = len(grid)
     emul = sum(r["iter_s"] * (r.get("iters", 8) + 1) for r in grid.values() if r.get("ok") and r.get("iter_s"))
     print(f"\nTuning cost: {ngrid} grid runs + {len(tops)} x {len(final[0][1]) if final else 0} "

@@ -40,6 +40,7 @@ static void usage(FILE *f)
 	    "                        --hosts IP0[:PORT],IP1,... [options]\n"
 	    "       mercury-ps local --profile F --mode M --nodes N [options]\n"
 	    "       mercury-ps ideal --profile F --nodes N --rate R [--shrink K --time-scale S]\n"
+	    "                        [--mode partition --part P: under partition's placement]\n"
 	    "Options:\n"
 	    "  --port P          server port (default 9555; local: P, P+1, ...)\n"
 	    "  --conns K         connections per worker-server pair, mercury mode (16)\n"
@@ -193,7 +194,9 @@ static int run_ideal(const struct ps_config *c, const struct ps_profile *p, doub
 		fwd[l] = p->layers[l].fwd_s * c->time_scale;
 		bwd[l] = p->layers[l].bwd_s * c->time_scale;
 	}
-	if (ps_place(orig, len, L, N, c->bound, c->split_all, 0, &pl))
+	/* --mode partition: the bound under partition's own placement (each partition a tensor) */
+	if (ps_place(orig, len, L, N, c->bound, c->split_all, c->mode == PS_PARTITION ? c->part : 0,
+		     &pl))
 		return 1;
 	ps_egress_bytes(&pl, N, eg);
 	struct ps_ideal_in in = {L, N, fwd, bwd, eg, rate_Bps * PS_WIRE_EFFICIENCY};
