@@ -75,7 +75,7 @@ for path in sorted(glob.glob(os.path.join(out, "*.jsonl"))):
     final = [(n, xs) for n, xs in final if xs]
     final.sort(key=lambda x: med(x[1]))
     print("Re-run in turn (fifo, mercury, the grid's fastest cells), medians:\n")
-    print("| mode | runs | median s | spread | vs fifo | mercury vs it |")
+    print("| mode | runs | median s | spread | speedup over fifo | time / mercury's |")
     print("|---|---|---|---|---|---|")
     mf, mm = med(fifo), med(merc)
     for name, xs in [("fifo", fifo), ("mercury", merc)] + [(f"partition {n}", xs) for n, xs in final]:
@@ -109,7 +109,7 @@ if summary:
         word = "tie" if abs(bp / mm - 1) < 0.01 else f"{bp / mm:.2f}x"
         print(f"| {model} | {case} | {mf:.3f} | {name} {bp:.3f} | {mm:.3f} | "
               f"{ideal:.3f} | {mf / bp:.2f}x | {word} | {n} ({cost}) |")
-    print("\n(mercury vs best partition: best partition's median / mercury's; "
+    print("\n(mercury vs best partition: best partition's median / mercury's, above 1 when mercury is faster; "
           "'tie' when they differ by under 1 %.)\n")
 
 for path in sorted(glob.glob(os.path.join(out, "*.opcost.jsonl"))):
