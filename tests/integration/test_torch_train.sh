@@ -14,7 +14,7 @@ CL_PFX=mqtt$$
 . "$here/../../cluster/lib.sh"
 [ -f "$CL_ROOT/build/libmercury-ps.so" ] || { echo "SKIP: build/libmercury-ps.so not built"; exit 77; }
 fails=0
-check() { if eval "$2"; then echo "ok: $1"; else echo "FAIL: $1"; fails=$((fails + 1)); fi; }
+check() { if eval "$2"; then echo "ok: $1"; else echo "FAIL: $1"; fails=$((fails + 1)); return 1; fi; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"; cluster_down' EXIT
 train=$CL_ROOT/tests/torch/train_check.py
@@ -50,7 +50,8 @@ rc=$?
 took=$(($(date +%s) - start))
 check "another model on one worker: both trainers fail" "[ $rc -ne 0 ]"
 check "another model: each trainer says the model layout differs" \
-	"grep -l 'model layout' '$d'/node0.log '$d'/node1.log | wc -l | grep -qx 2"
+	"grep -l 'model layout' '$d'/node0.log '$d'/node1.log | wc -l | grep -qx 2" ||
+	grep -h 'mercury-ps\|Error' "$d"/node0.log "$d"/node1.log | sort -u
 check "another model: refused in ${took}s (< 15 s, below the 20 s stall timeout)" "[ $took -lt 15 ]"
 
 d=$work/kill
