@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "node.h"
 
@@ -341,8 +342,13 @@ void *ps_worker_rx(void *arg)
 			break;
 	}
 	pthread_mutex_lock(&n->mu);
-	bool expected = n->worker_done;
+	bool expected = n->worker_done, setup = n->readies < n->cfg.nodes;
 	pthread_mutex_unlock(&n->mu);
+	/* A server that refuses our layout answers one connection with REFUSE and resets the
+	 * others still in its backlog: let the refusal, read on its own connection, be the
+	 * reason reported rather than this reset. */
+	for (int i = 0; setup && i < 50 && !atomic_load(&n->failed); i++)
+		usleep(10000);
 	if (!expected && !atomic_load(&n->closing))
 		ps_fail(n, "worker %d: server %d went away mid-iteration (connection %d: %s)",
 			n->cfg.rank, c->peer, c->index, strerror(-r));

@@ -6,6 +6,7 @@
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 [ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root"; exit 77; }
+[ -x /usr/bin/python3 ] || { echo "SKIP: needs python3 (the cluster's run summary)"; exit 77; }
 CL_PFX=mqpb$$
 . "$here/../../cluster/lib.sh"
 [ -x "$PS_BIN" ] || { echo "SKIP: $PS_BIN not built"; exit 77; }
@@ -24,7 +25,7 @@ run_ps "$out" fifo vgg16 fifo "${args[@]}"
 # Two cells of the tuning grid (cluster/tune.sh): the fastest of them is "the tuned one".
 run_ps "$out" p4m vgg16 partition "${args[@]}" --part $((4000000 / k)) --credit $((16000000 / k))
 run_ps "$out" p1m vgg16 partition "${args[@]}" --part $((1000000 / k)) --credit $((8000000 / k))
-check "every run finished" "jq -es 'all(.[]; .ok)' '$out' >/dev/null"
+check "all three runs finished" "jq -es 'length == 3 and all(.[]; .ok)' '$out' >/dev/null"
 fifo=$(jq -r 'select(.label == "fifo") | .iter_s' "$out")
 best=$(jq -rs '[.[] | select(.mode == "partition" and .ok) | .iter_s] | min' "$out")
 echo "VGG16: fifo $fifo s/iter, tuned partition $best s/iter"
