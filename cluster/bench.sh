@@ -83,7 +83,7 @@ cluster_up "$NODES" "$RATE" "$SHAPER" || exit 1
 for model in $MODELS; do
 	k=$(shrink_of "$model")
 	ts=$(echo "$SCALE / $k" | bc -l)
-	cluster_rto_min "$(printf %.0f "$(echo "200 * $ts" | bc -l)")" || exit 1
+	cluster_rto_scaled "$ts" || exit 1
 	common=(--iters "$ITERS" --warmup 1 --shrink "$k")
 	placements=("")
 	[ "$SPLIT" = 1 ] && placements+=(--split-all)

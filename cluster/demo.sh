@@ -15,7 +15,7 @@ out=$(mktemp)
 trap 'rm -f "$out"; cluster_down' EXIT
 cluster_up "$NODES" 400 "$shaper" 2> >(grep -v quantum >&2) || exit 1
 [ "$shaper" = mercuryd ] && { serve_start || exit 1; }
-cluster_rto_min "$(printf %.0f "$(echo "200 * $ts" | bc -l)")" || exit 1
+cluster_rto_scaled "$ts" || exit 1
 args=(--iters "$ITERS" --warmup 1 --shrink "$SHRINK" --time-scale "$ts")
 for m in fifo partition mercury; do
 	printf 'running %-9s ...\n' "$m"

@@ -130,6 +130,11 @@ cluster_rto_min() {
 	done
 }
 
+# cluster_rto_scaled TS: the 200 ms floor multiplied by the run's time scale TS.
+cluster_rto_scaled() {
+	cluster_rto_min "$(printf %.0f "$(echo "200 * $1" | bc -l)")"
+}
+
 # Starts `mercuryd serve` in every node (mercuryd shaper, mercury mode).
 serve_start() {
 	local i

@@ -86,11 +86,7 @@ best_cells() {
 		sort -g | head -n "$3" | sed "s/^[^ ]* $2//"
 }
 
-rto_for() {
-	local k
-	k=$(shrink_of "$1")
-	cluster_rto_min "$(printf %.0f "$(echo "200 * $SCALE / $k" | bc -l)")"
-}
+rto_for() { cluster_rto_scaled "$(echo "$SCALE / $(shrink_of "$1")" | bc -l)"; }
 
 cluster_up "$NODES" "$RATE" mercuryd || exit 1
 serve_start || exit 1

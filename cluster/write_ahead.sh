@@ -30,7 +30,7 @@ serve_start || exit 1
 for model in $MODELS; do
 	k=$(shrink_of "$model")
 	ts=$(echo "$SCALE / $k" | bc -l)
-	cluster_rto_min "$(printf %.0f "$(echo "200 * $ts" | bc -l)")" || exit 1
+	cluster_rto_scaled "$ts" || exit 1
 	args=(--iters "$ITERS" --warmup 1 --shrink "$k" --time-scale "$ts")
 	"$PS_BIN" ideal --profile "$CL_ROOT/models/$model.prof" --nodes "$NODES" --rate "${RATE}mbit" \
 		--shrink "$k" --time-scale "$ts" | jq -c --arg m "$model" '{label: "ideal", model: $m, iter_s}' >>"$out"
