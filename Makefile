@@ -300,7 +300,7 @@ $(BUILD)/tests/test_ps_placement: tests/unit/test_ps_placement.c $(BUILD)/ps/pla
 # test_ps_api links the worker library as a framework does.
 $(BUILD)/tests/test_ps_api: tests/unit/test_ps_api.c $(BUILD)/libmercury-ps.a $(BUILD)/libmercury.a
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libmercury-ps.a $(BUILD)/libmercury.a -lcmocka -lpthread -lm
+	$(CC) $(CFLAGS) -Ips -o $@ $< $(BUILD)/libmercury-ps.a $(BUILD)/libmercury.a -lcmocka -lpthread -lm
 # test_client links the client library as a framework does.
 $(BUILD)/tests/test_client: tests/unit/test_client.c $(BUILD)/libmercury.a $(BUILD)/libmercuryd.a
 	@mkdir -p $(@D)

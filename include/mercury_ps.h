@@ -4,9 +4,10 @@
  *
  * Every training process is a node of the paper's co-located layout: it serves a share of
  * the model's tensors (the server role runs in the library's threads) and is a worker that
- * pushes its gradients and pulls the aggregates. A layer is what the framework updates as
- * one unit (a module with parameters), in forward order; its gradient is one contiguous
- * float array of layer_params[layer] values.
+ * pushes its gradients and pulls the aggregates. With external_servers the share is served
+ * by a `mercury-ps serve` process per node instead (started with the same layout). A layer is what
+ * the framework updates as one unit (a module with parameters), in forward order; its gradient is
+ * one contiguous float array of layer_params[layer] values.
  *
  *   struct mercury_ps_options o = MERCURY_PS_OPTIONS_INIT;   (then rank, nodes, hosts, ...)
  *   mercury_ps_open(&o, &ps, err, sizeof(err));
@@ -51,6 +52,8 @@ struct mercury_ps_options {
 				* every server (1000000, MXNet's default) */
 	double timeout_s;      /* no progress for this long: error (60) */
 	const char *timeline;  /* per-layer push/pull events (TSV) at close, or NULL */
+	int external_servers;  /* 0: this process serves its node's share (the co-located
+				* layout); 1: `mercury-ps serve` processes at hosts[] do */
 };
 
 #define MERCURY_PS_OPTIONS_INIT                                                                    \
@@ -61,8 +64,8 @@ struct mercury_ps_options {
 
 struct mercury_ps;
 
-/* Listens on hosts[rank]'s port, connects to every node, returns once every node's server
- * has all its workers (or after timeout_s with an error). */
+/* Listens on hosts[rank]'s port (unless external_servers), connects to every node's server,
+ * returns once every server has all its workers (or after timeout_s with an error). */
 int mercury_ps_open(const struct mercury_ps_options *o, struct mercury_ps **out, char *err,
 		    size_t errlen);
 /* Layer's gradient of iteration iter (layer_params[layer] floats). Each layer once per
@@ -74,9 +77,9 @@ int mercury_ps_push(struct mercury_ps *ps, int layer, uint64_t iter, const float
 int mercury_ps_wait_pull(struct mercury_ps *ps, int layer, uint64_t iter, float *out);
 /* Why the session failed, or NULL while it has not. */
 const char *mercury_ps_error(struct mercury_ps *ps);
-/* Waits until every iteration pushed here has been pulled and every worker has closed too
- * (this node serves them until then), then frees everything. 0, or negative errno with the
- * reason in err. Also after a failure (to free). */
+/* Waits until every iteration pushed here has been pulled and (unless external_servers)
+ * every worker has closed too (this node serves them until then), then frees everything. 0, or
+ * negative errno with the reason in err. Also after a failure (to free). */
 int mercury_ps_close(struct mercury_ps *ps, char *err, size_t errlen);
 /* Tagged in mercury mode (mercuryd answered). */
 int mercury_ps_tagged(struct mercury_ps *ps);

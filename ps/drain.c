@@ -21,7 +21,8 @@ long ps_drain_poll_ns = 200000L;
 
 static bool slot_ready(const struct ps_node *n, int i)
 {
-	return n->worker_pulled[i] && n->pulls_written[i] >= n->pulls_owed &&
+	/* a process with one half has the other's side done from the start */
+	return (n->worker_pulled[i] || !ps_has_worker(n)) && n->pulls_written[i] >= n->pulls_owed &&
 	       (!n->drainer_started || n->drained[i]);
 }
 

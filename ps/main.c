@@ -1,12 +1,14 @@
 /*
  * mercury-ps: Mercury's reference parameter server.
  *   mercury-ps run    one node (server + worker) of a cluster, one process per node
+ *   mercury-ps serve  the server role of one node alone, job after job, until SIGTERM
  *   mercury-ps local  N nodes as threads on 127.0.0.1 (quick checks)
  *   mercury-ps ideal  the paper's bound (ps/README.md) for a profile, cluster size and rate
  * Results are printed as one JSON object per node on stdout.
  */
 #include <errno.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +40,8 @@ static void usage(FILE *f)
 	    f,
 	    "Usage: mercury-ps run   --profile F --mode fifo|partition|mercury --nodes N --rank R\n"
 	    "                        --hosts IP0[:PORT],IP1,... [options]\n"
+	    "       mercury-ps serve --profile F|--layers N,N,.. --mode M --nodes N --rank R\n"
+	    "                        --hosts ... [--jobs J] [options]\n"
 	    "       mercury-ps local --profile F --mode M --nodes N [options]\n"
 	    "       mercury-ps ideal --profile F --nodes N --rate R [--shrink K --time-scale S]\n"
 	    "                        [--mode partition --part P: under partition's placement]\n"
@@ -68,7 +72,14 @@ static void usage(FILE *f)
 	    "without\n"
 	    "                    mercuryd (e.g. 0x4d450010, the htb leaves of Mercury's tree)\n"
 	    "  --write-ahead     mercury: write the next iteration's pushes before this node's\n"
-	    "                    iteration has ended (they keep the next-iteration band)\n");
+	    "                    iteration has ended (they keep the next-iteration band)\n"
+	    "  --external-servers  run: the worker only; each node's `mercury-ps serve` holds\n"
+	    "                    its share\n"
+	    "  --layers N,N,...  serve: the model as parameter counts per layer, forward order\n"
+	    "                    (instead of --profile)\n"
+	    "  --jobs J          serve: exit after J jobs (0: until SIGTERM, the default)\n"
+	    "serve prints one JSON object per job (all its workers said goodbye, or it failed)\n"
+	    "and goes on with the next; SIGTERM or SIGINT ends it, exit status 0.\n");
 }
 
 static int split_hosts(char *list, struct ps_config *c)
@@ -223,8 +234,95 @@ static int run_ideal(const struct ps_config *c, const struct ps_profile *p, doub
 	return 0;
 }
 
+/* One line per job a server saw to its end (or to its failure). */
+static void print_job(const struct ps_config *c, int job, int rc, const struct ps_result *r,
+		      const char *err)
+{
+	struct json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "job", json_object_new_int(job));
+	json_object_object_add(o, "role", json_object_new_string("server"));
+	json_object_object_add(o, "mode", json_object_new_string(ps_mode_name(c->mode)));
+	json_object_object_add(o, "rank", json_object_new_int(c->rank));
+	json_object_object_add(o, "nodes", json_object_new_int(c->nodes));
+	add_bool(o, "ok", rc == 0);
+	if (rc)
+		json_object_object_add(o, "error", json_object_new_string(err));
+	add_u64(o, "bytes_sent", r->bytes_sent);
+	add_bool(o, "tagged", r->tagged);
+	add_u64(o, "tag_errors", r->tag_errors);
+	print_json(o);
+}
+
+/*
+ * `serve`: this node's share of the tensors, for one job after another (a job ends when
+ * every worker has said goodbye, or fails: a worker gone, a protocol breach, another model),
+ * until SIGTERM / SIGINT or `jobs` jobs. The signals are blocked in every thread and polled
+ * here, so a signal never lands in the middle of a send.
+ */
+static int run_serve(struct ps_config *c, const struct ps_profile *p, int jobs)
+{
+	uint64_t *params = calloc((size_t)p->nlayers, sizeof(uint64_t));
+	sigset_t stop_set;
+	const struct timespec no_wait = {0, 0};
+	bool stop = false;
+	int failed = 0;
+
+	if (!params)
+		return 1;
+	for (int l = 0; l < p->nlayers; l++)
+		params[l] = p->layers[l].params;
+	sigemptyset(&stop_set);
+	sigaddset(&stop_set, SIGTERM);
+	sigaddset(&stop_set, SIGINT);
+	pthread_sigmask(SIG_BLOCK, &stop_set, NULL);
+	c->role = PS_ROLE_SERVER;
+	for (int job = 1; !stop && (jobs == 0 || job <= jobs); job++) {
+		struct ps_result res = {0};
+		struct ps_node *n;
+		char err[256] = "";
+		int r = ps_node_start(c, params, p->nlayers, &n, err, sizeof(err));
+
+		if (r) { /* cannot listen, bad layout: no job will do better */
+			fprintf(stderr, "mercury-ps: serve: %s\n", err);
+			free(params);
+			return 1;
+		}
+		if (job == 1)
+			fprintf(
+			    stderr,
+			    "mercury-ps: serve: node %d of %d, %s mode, %d layers, listening on "
+			    "%s\n",
+			    c->rank, c->nodes, ps_mode_name(c->mode), p->nlayers,
+			    c->hosts[c->rank]);
+		while ((r = ps_node_serve_wait(n, 0.2)) == -ETIMEDOUT)
+			if (sigtimedwait(&stop_set, NULL, &no_wait) > 0) {
+				stop = true;
+				break;
+			}
+		bool cut = stop && r == -ETIMEDOUT;
+		r = ps_node_stop(n, &res, err, sizeof(err));
+		if (cut && !res.bytes_sent)
+			break; /* nobody came: no job to report */
+		if (cut && !r) {
+			snprintf(err, sizeof(err),
+				 "stopped by a signal before every worker was done");
+			r = -EINTR;
+		}
+		if (r) {
+			fprintf(stderr, "mercury-ps: serve: job %d: %s\n", job, err);
+			failed++;
+		}
+		print_job(c, job, r, &res, err);
+	}
+	free(params);
+	return jobs && failed ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
+	/* one option a line */
+	/* clang-format off */
 	static const struct option opts[] = {
 	    {"profile", 1, 0, 'p'},
 	    {"mode", 1, 0, 'm'},
@@ -253,16 +351,21 @@ int main(int argc, char **argv)
 	    {"bands", 1, 0, 'B'},
 	    {"write-ahead", 0, 0, 'W'},
 	    {"op-cost", 1, 0, 'O'},
+	    {"external-servers", 0, 0, 'E'},
+	    {"layers", 1, 0, 'L'},
+	    {"jobs", 1, 0, 'J'},
 	    {"help", 0, 0, 'h'},
 	    {0, 0, 0, 0},
 	};
+	/* clang-format on */
 	struct ps_config c;
 	struct ps_profile prof;
 	const char *profile = NULL, *cmd;
 	char hosts[1024] = "", err[256];
 	uint64_t rate = 0; /* bytes per second */
 	double op_cost_us = 0;
-	int o, nhosts = 0;
+	const char *layers = NULL;
+	int o, nhosts = 0, jobs = 0;
 
 	ps_config_defaults(&c);
 	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
@@ -375,6 +478,20 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			break;
+		case 'E':
+			c.role = PS_ROLE_WORKER;
+			break;
+		case 'L':
+			layers = optarg;
+			break;
+		case 'J':
+			jobs = atoi(optarg);
+			if (jobs < 0) {
+				fprintf(stderr, "mercury-ps: --jobs '%s': give a count >= 0\n",
+					optarg);
+				return 2;
+			}
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -383,8 +500,9 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (!profile) {
-		fprintf(stderr, "mercury-ps: --profile is required (see models/)\n");
+	if (!profile == !layers || (layers && strcmp(cmd, "serve"))) {
+		fprintf(stderr, "mercury-ps: give --profile (see models/)%s\n",
+			strcmp(cmd, "serve") ? "" : " or --layers, not both");
 		return 2;
 	}
 	c.op_cost_s = op_cost_us * 1e-6 * c.time_scale;
@@ -392,7 +510,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "mercury-ps: --shrink, --part and --chunk must be >= 1\n");
 		return 2;
 	}
-	if (ps_profile_load(profile, &prof, err, sizeof(err))) {
+	if (layers ? ps_profile_from_list(layers, &prof, err, sizeof(err))
+		   : ps_profile_load(profile, &prof, err, sizeof(err))) {
 		fprintf(stderr, "mercury-ps: %s\n", err);
 		return 1;
 	}
@@ -435,8 +554,9 @@ int main(int argc, char **argv)
 		ps_profile_free(&prof);
 		return rc;
 	}
-	if (strcmp(cmd, "run")) {
-		fprintf(stderr, "mercury-ps: unknown command '%s': use run, local or ideal\n", cmd);
+	if (strcmp(cmd, "run") && strcmp(cmd, "serve")) {
+		fprintf(stderr,
+			"mercury-ps: unknown command '%s': use run, serve, local or ideal\n", cmd);
 		return 2;
 	}
 	nhosts = split_hosts(hosts, &c);
@@ -444,6 +564,15 @@ int main(int argc, char **argv)
 		fprintf(stderr, "mercury-ps: --hosts lists %d addresses for --nodes %d\n", nhosts,
 			c.nodes);
 		return 2;
+	}
+	if (c.rank < 0 || c.rank >= c.nodes) {
+		fprintf(stderr, "mercury-ps: --rank %d: give 0 to %d\n", c.rank, c.nodes - 1);
+		return 2;
+	}
+	if (!strcmp(cmd, "serve")) {
+		rc = run_serve(&c, &prof, jobs);
+		ps_profile_free(&prof);
+		return rc;
 	}
 	struct ps_result res = {0};
 	res.fp_end = calloc(total, sizeof(double));

@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -209,6 +210,25 @@ static void refuse(struct ps_node *n, int fd, int worker, uint64_t theirs)
 		n->cfg.rank, worker, (unsigned long long)theirs, (unsigned long long)n->layout);
 }
 
+/* A new connection's HELLO, within timeout_s; gives up at once when the node closes (a peer
+ * that connects and says nothing must not hold up a server's SIGTERM). */
+static int read_hello(struct ps_node *n, int fd, struct ps_msg_hdr *h)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	double deadline = ps_now() + n->cfg.timeout_s;
+
+	while (!atomic_load(&n->closing) && ps_now() < deadline) {
+		int r = poll(&p, 1, 100);
+
+		if (r > 0) /* the header is 48 bytes: it comes in one segment, or never */
+			return recv(fd, h, sizeof(*h), MSG_WAITALL) == (ssize_t)sizeof(*h) ? 0
+											   : -EIO;
+		if (r < 0 && errno != EINTR)
+			return -errno;
+	}
+	return -ETIMEDOUT;
+}
+
 static void *acceptor(void *arg)
 {
 	struct ps_node *n = arg;
@@ -226,11 +246,9 @@ static void *acceptor(void *arg)
 					strerror(errno));
 			return NULL;
 		}
-		struct timeval tv = {(time_t)n->cfg.timeout_s, 0};
-		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-		if (ps_read_full(fd, &h, sizeof(h)) || h.magic != PS_MAGIC ||
-		    h.type != PS_MSG_HELLO || h.layer >= (uint32_t)n->cfg.nodes ||
-		    h.slice >= (uint32_t)n->C || n->sconn[h.layer][h.slice]) {
+		if (read_hello(n, fd, &h) || h.magic != PS_MAGIC || h.type != PS_MSG_HELLO ||
+		    h.layer >= (uint32_t)n->cfg.nodes || h.slice >= (uint32_t)n->C ||
+		    n->sconn[h.layer][h.slice]) {
 			fprintf(stderr,
 				"mercury-ps: server %d: dropped a connection without a valid "
 				"HELLO\n",
@@ -242,8 +260,6 @@ static void *acceptor(void *arg)
 			refuse(n, fd, (int)h.layer, h.iter);
 			return NULL;
 		}
-		tv.tv_sec = 0;
-		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 		struct ps_conn *c = conn_new(n, fd, (int)h.layer, (int)h.slice, false);
 		if (!c || conn_start(c)) {
 			ps_fail(n, "server %d: cannot set up a connection", n->cfg.rank);
@@ -337,7 +353,9 @@ static int alloc_state(struct ps_node *n)
 	for (int l = 0; l < L; l++)
 		if (n->len[l] > maxlen)
 			maxlen = n->len[l];
-	if (ps_keeps_data(n)) {
+	if (!ps_has_worker(n)) {
+		/* nothing to push from */
+	} else if (ps_keeps_data(n)) {
 		n->grad = calloc(L, sizeof(float *));
 		n->param = calloc(L, sizeof(float *));
 		if (!n->grad || !n->param)
@@ -359,7 +377,7 @@ static int alloc_state(struct ps_node *n)
 		struct ps_sslice *s = &n->ss[i];
 
 		s->sl = &n->pl.slices[i];
-		if (s->sl->server != n->cfg.rank)
+		if (s->sl->server != n->cfg.rank || !ps_has_server(n))
 			continue;
 		pthread_mutex_init(&s->mu, NULL);
 		s->sum = calloc(s->sl->len, sizeof(float));
@@ -497,7 +515,7 @@ static int setup_model(struct ps_node *n, const uint64_t *params, char *err, siz
 	 * they never wait in a socket behind megabytes of pushes written before them */
 	if (cfg->mode == PS_PARTITION)
 		n->C = n->K + 1;
-	for (int i = 0; i < n->pl.nslices; i++)
+	for (int i = 0; i < n->pl.nslices && ps_has_server(n); i++)
 		if (n->pl.slices[i].server == cfg->rank)
 			n->pulls_owed += (uint64_t)cfg->nodes;
 	n->layout = layout_hash(n);
@@ -552,7 +570,7 @@ int ps_node_start(const struct ps_config *cfg, const uint64_t *params, int nlaye
 	if (n->L < 1 || n->K < 1 || n->K > PS_MAX_CONNS || cfg->nodes < 1 ||
 	    cfg->nodes > PS_MAX_NODES || cfg->rank < 0 || cfg->rank >= cfg->nodes ||
 	    cfg->shrink < 1 || cfg->chunk < 1 || cfg->part < 1 || cfg->iters < 1 ||
-	    cfg->warmup < 0) {
+	    cfg->warmup < 0 || cfg->role < PS_ROLE_NODE || cfg->role > PS_ROLE_WORKER) {
 		snprintf(err, errlen,
 			 "bad configuration (layers >= 1, nodes 1..%d, rank < nodes, conns 1..%d, "
 			 "iters >= 1)",
@@ -561,26 +579,29 @@ int ps_node_start(const struct ps_config *cfg, const uint64_t *params, int nlaye
 		goto fail;
 	}
 	r = setup_model(n, params, err, errlen);
-	if (!r)
+	if (!r && ps_has_server(n))
 		r = listen_on(n, err, errlen);
 	if (r)
 		goto fail;
 	if (cfg->mode == PS_MERCURY)
 		ps_tag_open(n);
-	if (cfg->mode == PS_MERCURY && ps_drain_start(n)) {
+	/* the drainer watches this node's server connections */
+	if (cfg->mode == PS_MERCURY && ps_has_server(n) && ps_drain_start(n)) {
 		snprintf(err, errlen, "cannot start the drain watcher thread");
 		r = -EAGAIN;
 		goto fail;
 	}
-	if (pthread_create(&n->acceptor, NULL, acceptor, n)) {
-		r = -EAGAIN;
-		goto fail;
+	if (ps_has_server(n)) {
+		if (pthread_create(&n->acceptor, NULL, acceptor, n)) {
+			r = -EAGAIN;
+			goto fail;
+		}
+		n->acceptor_started = true;
 	}
-	n->acceptor_started = true;
-	for (int s = 0; s < cfg->nodes && !r; s++)
+	for (int s = 0; s < cfg->nodes && !r && ps_has_worker(n); s++)
 		for (int k = 0; k < n->C && !r; k++)
 			r = connect_to(n, s, k);
-	if (!r)
+	if (!r && ps_has_worker(n))
 		r = ps_worker_wait_ready(n);
 	if (!r) {
 		*out = n;

@@ -174,6 +174,17 @@ void *ps_tx(void *arg);
 /* Partition mode, ranks other than 0: rank 0 dispatched tensor `part` of iteration iter. */
 int ps_worker_order(struct ps_node *n, int part, uint64_t iter);
 int ps_worker_wait_ready(struct ps_node *n);
+/* Which halves this process runs (cfg.role). */
+static inline bool ps_has_server(const struct ps_node *n)
+{
+	return n->cfg.role != PS_ROLE_WORKER;
+}
+
+static inline bool ps_has_worker(const struct ps_node *n)
+{
+	return n->cfg.role != PS_ROLE_SERVER;
+}
+
 /* Whether the node keeps gradients and pulled results (verify, or a library caller's data). */
 static inline bool ps_keeps_data(const struct ps_node *n)
 {

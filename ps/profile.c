@@ -84,6 +84,43 @@ int ps_profile_load(const char *path, struct ps_profile *p, char *err, size_t er
 	return 0;
 }
 
+int ps_profile_from_list(const char *list, struct ps_profile *p, char *err, size_t errlen)
+{
+	const char *at = list;
+
+	memset(p, 0, sizeof(*p));
+	snprintf(p->model, sizeof(p->model), "layers");
+	for (int cap = 0; *at;) {
+		char *end;
+		unsigned long long v = strtoull(at, &end, 10);
+
+		if (end == at || v == 0 || (*end && *end != ',') || *at == '-') {
+			snprintf(err, errlen,
+				 "--layers '%s': want parameter counts >= 1 separated by commas",
+				 list);
+			ps_profile_free(p);
+			return -EINVAL;
+		}
+		if (p->nlayers == cap) {
+			cap = cap ? cap * 2 : 64;
+			struct ps_layer *n = realloc(p->layers, cap * sizeof(*n));
+			if (!n) {
+				ps_profile_free(p);
+				snprintf(err, errlen, "out of memory");
+				return -ENOMEM;
+			}
+			p->layers = n;
+		}
+		p->layers[p->nlayers++] = (struct ps_layer){.name = "", .params = v};
+		at = *end ? end + 1 : end;
+	}
+	if (p->nlayers == 0) {
+		snprintf(err, errlen, "--layers is empty");
+		return -EINVAL;
+	}
+	return 0;
+}
+
 void ps_profile_free(struct ps_profile *p)
 {
 	free(p->layers);

@@ -25,6 +25,13 @@ enum ps_mode {
 	PS_MODE_MAX,
 };
 
+/* What one process of a node runs: both halves (the paper's co-located layout), or one. */
+enum ps_role {
+	PS_ROLE_NODE = 0, /* server + worker */
+	PS_ROLE_SERVER,	  /* `mercury-ps serve`: this node's share of the tensors only */
+	PS_ROLE_WORKER,	  /* pushes and pulls; every node's share served by another process */
+};
+
 const char *ps_mode_name(enum ps_mode m);
 int ps_mode_from_name(const char *s, enum ps_mode *out);
 
@@ -45,6 +52,8 @@ struct ps_profile {
 
 /* Loads a profile; 0, or negative errno with a message in err. */
 int ps_profile_load(const char *path, struct ps_profile *p, char *err, size_t errlen);
+/* A model given as "N,N,..." (parameters per layer, forward order; no compute times). */
+int ps_profile_from_list(const char *list, struct ps_profile *p, char *err, size_t errlen);
 void ps_profile_free(struct ps_profile *p);
 
 /* ---- placement (MXNet KVStore rules) ---- */
@@ -147,6 +156,7 @@ int ps_write_msg(int fd, const struct ps_msg_hdr *h, const void *payload, size_t
 
 struct ps_config {
 	enum ps_mode mode;
+	enum ps_role role;
 	int nodes;
 	int rank;
 	char hosts[PS_MAX_NODES][64];
@@ -214,6 +224,12 @@ int ps_node_push(struct ps_node *n, int layer, uint64_t iter, const float *grad)
  * to out when out is not NULL (user_data or verify only). */
 int ps_node_wait_pull(struct ps_node *n, int layer, uint64_t iter, float *out);
 int ps_node_finish(struct ps_node *n, uint64_t *split_sockets);
+/*
+ * PS_ROLE_SERVER: ps_node_start returns once the listener is up; this waits up to wait_s for
+ * the job to end. 0 once every worker has said goodbye, -ETIMEDOUT if it has not by then
+ * (call again), -ECANCELED after a failure (ps_node_error says why).
+ */
+int ps_node_serve_wait(struct ps_node *n, double wait_s);
 int ps_node_stop(struct ps_node *n, struct ps_result *res, char *err, size_t errlen);
 const char *ps_node_error(struct ps_node *n);
 bool ps_node_tagged(struct ps_node *n);

@@ -105,7 +105,8 @@ static int on_push(struct ps_conn *c, const struct ps_msg_hdr *h)
 	return 0;
 }
 
-/* Partition mode: rank 0's worker tells us what it dispatched; our worker follows. */
+/* Partition mode: rank 0's worker tells us what it dispatched; our worker follows, in this
+ * process or, under `serve`, told on its control connection to us. */
 static int on_order(struct ps_conn *c, const struct ps_msg_hdr *h)
 {
 	struct ps_node *n = c->node;
@@ -116,7 +117,10 @@ static int on_order(struct ps_conn *c, const struct ps_msg_hdr *h)
 			n->cfg.rank, c->peer, (unsigned long long)h->off);
 		return -EPROTO;
 	}
-	return ps_worker_order(n, (int)h->off, h->iter);
+	if (ps_has_worker(n))
+		return ps_worker_order(n, (int)h->off, h->iter);
+	return ps_enqueue(n->sconn[n->cfg.rank][n->K], PS_MSG_ORDER, -1, h->iter, h->off, 0, NULL,
+			  0);
 }
 
 void *ps_server_rx(void *arg)

@@ -305,6 +305,20 @@ static int on_pull_data(struct ps_conn *c, const struct ps_msg_hdr *h)
 	return 0;
 }
 
+/* Partition mode, worker role: our node's server (another process) passes rank 0's order on. */
+static int on_forwarded_order(struct ps_conn *c, const struct ps_msg_hdr *h)
+{
+	struct ps_node *n = c->node;
+
+	if (n->cfg.mode != PS_PARTITION || c->peer != n->cfg.rank || n->cfg.rank == 0 ||
+	    h->off >= (uint64_t)n->pl.nparts) {
+		ps_fail(n, "worker %d: unexpected order message from server %d (tensor %llu)",
+			n->cfg.rank, c->peer, (unsigned long long)h->off);
+		return -EPROTO;
+	}
+	return ps_worker_order(n, (int)h->off, h->iter);
+}
+
 void *ps_worker_rx(void *arg)
 {
 	struct ps_conn *c = arg;
@@ -327,6 +341,8 @@ void *ps_worker_rx(void *arg)
 			pthread_mutex_unlock(&n->mu);
 		} else if (h.type == PS_MSG_PULL_DATA) {
 			r = on_pull_data(c, &h);
+		} else if (h.type == PS_MSG_ORDER) {
+			r = on_forwarded_order(c, &h);
 		} else if (h.type == PS_MSG_REFUSE) {
 			ps_fail(n,
 				"worker %d: server %d refused us: our model layout %016llx is not "
@@ -402,7 +418,7 @@ static bool all_byes(struct ps_node *n, long arg)
 	(void)arg;
 	int all = n->cfg.nodes * n->C;
 
-	return n->byes >= all && n->byes_sent >= all;
+	return (n->byes >= all || !ps_has_server(n)) && (n->byes_sent >= all || !ps_has_worker(n));
 }
 
 int ps_worker_wait_ready(struct ps_node *n)
@@ -462,6 +478,26 @@ int ps_node_wait_pull(struct ps_node *n, int layer, uint64_t iter, float *out)
 	/* The next pull of this layer needs our next push, which comes after this returns. */
 	if (!r && out)
 		memcpy(out, n->param[layer], n->pl.len[layer] * sizeof(float));
+	return r;
+}
+
+int ps_node_serve_wait(struct ps_node *n, double wait_s)
+{
+	struct timespec dl;
+	int r = 0;
+
+	clock_gettime(CLOCK_REALTIME, &dl);
+	dl.tv_sec += (time_t)wait_s;
+	dl.tv_nsec += (long)((wait_s - (double)(time_t)wait_s) * 1e9);
+	if (dl.tv_nsec >= 1000000000L) {
+		dl.tv_sec++;
+		dl.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&n->mu);
+	while (!all_byes(n, 0) && !atomic_load(&n->failed) && r != ETIMEDOUT)
+		r = pthread_cond_timedwait(&n->cv, &n->mu, &dl);
+	r = atomic_load(&n->failed) ? -ECANCELED : all_byes(n, 0) ? 0 : -ETIMEDOUT;
+	pthread_mutex_unlock(&n->mu);
 	return r;
 }
 

@@ -3,6 +3,8 @@
  * loopback: every pulled value is the sum of both workers' pushes; pushes out of order and
  * pulls of layers never pushed are refused with a reason; two workers whose models differ
  * fail at open naming the layout; bad options are refused before any socket is opened.
+ * With external_servers the same sums come from server-only nodes (what `mercury-ps serve`
+ * runs), each serving its job to the end.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -17,6 +19,7 @@
 #include <cmocka.h>
 
 #include "mercury_ps.h"
+#include "ps.h" /* the server role, as `mercury-ps serve` starts it */
 
 #define NODES 2
 #define ITERS 3
@@ -29,6 +32,7 @@ struct worker {
 	const char *hosts[NODES];
 	uint64_t params[LAYERS];
 	enum mercury_ps_mode mode;
+	int external_servers;
 	int rc, bad_sums, out_of_order_rc, unpushed_rc;
 	char err[256];
 };
@@ -52,6 +56,7 @@ static void *worker_main(void *arg)
 	o.nlayers = LAYERS;
 	o.mode = w->mode;
 	o.timeout_s = 10;
+	o.external_servers = w->external_servers;
 	w->rc = mercury_ps_open(&o, &ps, w->err, sizeof(w->err));
 	if (w->rc) {
 		free(buf);
@@ -80,21 +85,29 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
-static void run_pair(struct worker *w, enum mercury_ps_mode mode, uint64_t rank1_extra)
+static char addr[NODES][32]; /* the nodes' servers, new ports for every run */
+
+static void next_addresses(void)
 {
-	static char addr[NODES][32];
 	static uint16_t port;
-	pthread_t th[NODES];
 
 	if (!port)
 		port = (uint16_t)(24000 + (getpid() % 1000) * 8);
 	port += 2;
 	for (int i = 0; i < NODES; i++)
 		snprintf(addr[i], sizeof(addr[i]), "127.0.0.1:%u", port + i);
+}
+
+static void run_workers(struct worker *w, enum mercury_ps_mode mode, uint64_t rank1_extra,
+			int external_servers)
+{
+	pthread_t th[NODES];
+
 	for (int i = 0; i < NODES; i++) {
 		memset(&w[i], 0, sizeof(w[i]));
 		w[i].rank = i;
 		w[i].mode = mode;
+		w[i].external_servers = external_servers;
 		for (int j = 0; j < NODES; j++)
 			w[i].hosts[j] = addr[j];
 		memcpy(w[i].params, sizes, sizeof(sizes));
@@ -106,6 +119,24 @@ static void run_pair(struct worker *w, enum mercury_ps_mode mode, uint64_t rank1
 		pthread_join(th[i], NULL);
 }
 
+static void run_pair(struct worker *w, enum mercury_ps_mode mode, uint64_t rank1_extra)
+{
+	next_addresses();
+	run_workers(w, mode, rank1_extra, 0);
+}
+
+static void assert_sums_right(const struct worker *w, int mode)
+{
+	for (int i = 0; i < NODES; i++) {
+		if (w[i].rc)
+			fprintf(stderr, "mode %d rank %d: %s\n", mode, i, w[i].err);
+		assert_int_equal(w[i].rc, 0);
+		assert_int_equal(w[i].bad_sums, 0);
+		assert_int_equal(w[i].out_of_order_rc, -EALREADY);
+		assert_int_equal(w[i].unpushed_rc, -EINVAL);
+	}
+}
+
 static void test_sums_in_every_mode(void **state)
 {
 	(void)state;
@@ -113,13 +144,39 @@ static void test_sums_in_every_mode(void **state)
 		struct worker w[NODES];
 
 		run_pair(w, (enum mercury_ps_mode)m, 0);
+		assert_sums_right(w, m);
+	}
+}
+
+static void test_sums_with_servers_apart(void **state)
+{
+	(void)state;
+	for (int m = MERCURY_PS_FIFO; m <= MERCURY_PS_MERCURY; m++) {
+		struct ps_node *srv[NODES];
+		struct worker w[NODES];
+		char err[256];
+
+		next_addresses();
+		for (int i = 0; i < NODES; i++) { /* the library's defaults, as serve's */
+			struct ps_config c;
+
+			ps_config_defaults(&c);
+			c.role = PS_ROLE_SERVER;
+			c.mode = (enum ps_mode)m;
+			c.nodes = NODES;
+			c.rank = i;
+			c.timeout_s = 10;
+			for (int j = 0; j < NODES; j++)
+				snprintf(c.hosts[j], sizeof(c.hosts[j]), "%s", addr[j]);
+			assert_int_equal(
+			    ps_node_start(&c, sizes, LAYERS, &srv[i], err, sizeof(err)), 0);
+		}
+		run_workers(w, (enum mercury_ps_mode)m, 0, 1);
+		assert_sums_right(w, m);
 		for (int i = 0; i < NODES; i++) {
-			if (w[i].rc)
-				fprintf(stderr, "mode %d rank %d: %s\n", m, i, w[i].err);
-			assert_int_equal(w[i].rc, 0);
-			assert_int_equal(w[i].bad_sums, 0);
-			assert_int_equal(w[i].out_of_order_rc, -EALREADY);
-			assert_int_equal(w[i].unpushed_rc, -EINVAL);
+			/* every worker closed: the server's job is over */
+			assert_int_equal(ps_node_serve_wait(srv[i], 5), 0);
+			assert_int_equal(ps_node_stop(srv[i], NULL, err, sizeof(err)), 0);
 		}
 	}
 }
@@ -153,6 +210,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_sums_in_every_mode),
+	    cmocka_unit_test(test_sums_with_servers_apart),
 	    cmocka_unit_test(test_other_model_fails_at_open),
 	    cmocka_unit_test(test_bad_options),
 	};
