@@ -7,17 +7,22 @@ reference parameter server. mercury.torch drives it; any framework can.
     ps.wait_pull(layer, iteration, address)   # blocks without the GIL; the sum lands there
     ps.close()
 
+With external_servers=True every node's share is served by a `mercury-ps serve` process
+(start_server() starts one for this node with the matching layout) instead of this one.
+
 Buffers are passed by address (e.g. torch's tensor.data_ptr() of a contiguous float32 CPU
 tensor) so nothing is copied in Python; every call into the library releases the GIL.
 """
 import ctypes
 import os
+import shutil
+import subprocess
 
 from . import _load_library
 
 MODES = {"fifo": 0, "partition": 1, "mercury": 2}
 
-__all__ = ["ParameterServer", "PSError", "MODES"]
+__all__ = ["ParameterServer", "PSError", "MODES", "start_server"]
 
 
 _lib = _load_library("MERCURY_PS_LIB", "libmercury-ps.so", "libmercury-ps.so.1")
@@ -30,7 +35,7 @@ class _Options(ctypes.Structure):
                 ("mode", ctypes.c_int), ("conns", ctypes.c_int), ("bands", ctypes.c_int),
                 ("part", ctypes.c_uint64), ("credit", ctypes.c_uint64),
                 ("bound", ctypes.c_uint64), ("timeout_s", ctypes.c_double),
-                ("timeline", ctypes.c_char_p)]
+                ("timeline", ctypes.c_char_p), ("external_servers", ctypes.c_int)]
 
 
 _lib.mercury_ps_open.argtypes = [ctypes.POINTER(_Options), ctypes.POINTER(ctypes.c_void_p),
@@ -52,7 +57,8 @@ class ParameterServer:
     """This process's node: a share of the model's tensors served here, and a worker."""
 
     def __init__(self, rank, nodes, hosts, layer_params, mode="mercury", conns=16, bands=8,
-                 part=1000000, credit=4000000, bound=1000000, timeout=60.0, timeline=None):
+                 part=1000000, credit=4000000, bound=1000000, timeout=60.0, timeline=None,
+                 external_servers=False):
         if mode not in MODES:
             raise ValueError("mode must be one of %s" % ", ".join(MODES))
         if len(hosts) != nodes:
@@ -62,7 +68,7 @@ class ParameterServer:
         self._params = (ctypes.c_uint64 * len(self.layer_params))(*self.layer_params)
         opts = _Options(rank, nodes, self._hosts, self._params, len(self.layer_params),
                         MODES[mode], conns, bands, part, credit, bound, float(timeout),
-                        timeline.encode() if timeline else None)
+                        timeline.encode() if timeline else None, int(external_servers))
         self._ps = ctypes.c_void_p()
         err = ctypes.create_string_buffer(512)
         rc = _lib.mercury_ps_open(ctypes.byref(opts), ctypes.byref(self._ps), err, len(err))
@@ -96,3 +102,30 @@ class ParameterServer:
         rc = _lib.mercury_ps_close(ps, err, len(err))
         if rc < 0:
             raise PSError(-rc, "mercury-ps close: %s" % (err.value.decode() or os.strerror(-rc)))
+
+
+def _server_binary():
+    """mercury-ps: $MERCURY_PS_BIN, then build/ of this checkout, then PATH."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    for path in (os.environ.get("MERCURY_PS_BIN", ""),
+                 os.path.join(here, "..", "..", "build", "mercury-ps"),
+                 shutil.which("mercury-ps") or ""):
+        if path and os.access(path, os.X_OK):
+            return path
+    raise PSError(2, "mercury-ps not found: build it with make, install it, or set "
+                  "MERCURY_PS_BIN")
+
+
+def start_server(rank, nodes, hosts, layer_params, mode="mercury", conns=16, bands=8,
+                 part=1000000, credit=4000000, bound=1000000, timeout=60.0, jobs=1):
+    """Starts `mercury-ps serve` for node rank with the layout a ParameterServer of the same
+    arguments (and external_servers=True) expects; it listens on hosts[rank] and exits after
+    `jobs` jobs (0: until terminated). Its errors go to this process's stderr. Returns the
+    subprocess.Popen."""
+    if mode not in MODES:
+        raise ValueError("mode must be one of %s" % ", ".join(MODES))
+    cmd = [_server_binary(), "serve", "--layers", ",".join(str(int(n)) for n in layer_params),
+           "--mode", mode, "--nodes", str(nodes), "--rank", str(rank), "--hosts", ",".join(hosts),
+           "--conns", str(conns), "--bands", str(bands), "--part", str(part), "--credit",
+           str(credit), "--bound", str(bound), "--timeout", str(timeout), "--jobs", str(jobs)]
+    return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stdin=subprocess.DEVNULL)

@@ -20,9 +20,13 @@ pass: opt.synchronize() (also called by opt.state_dict(), model.state_dict(), mo
 and at exit). Gradients seen between backward() and step() are this worker's own, not the
 mean: clip or inspect them only after synchronize().
 
-Each process serves a share of the tensors itself (libmercury-ps runs the server role in its
-own threads); addresses are exchanged through torch.distributed's store. Without mercuryd
-the run goes on untagged after one warning.
+Each node's share of the tensors is served (mt.init(servers=...) or MERCURY_PS_SERVERS):
+"in-process" (default) by the trainer itself, in libmercury-ps's threads; "process" by a
+`mercury-ps serve` the trainer starts for its node with the model's layout, and waits for at
+the end; "external" by a `mercury-ps serve` already listening at this rank's PS address
+(started by a launcher or a service with the same layout: mt.profile_model writes it).
+Addresses are exchanged through torch.distributed's store. Without mercuryd the run goes on
+untagged after one warning.
 """
 import atexit
 import os
@@ -33,12 +37,14 @@ import warnings
 import torch
 import torch.distributed as dist
 
-from .ps import ParameterServer
+from .ps import ParameterServer, start_server
 
 __all__ = ["init", "shutdown", "rank", "size", "local_rank", "DistributedOptimizer",
            "broadcast_parameters", "profile_model"]
 
-_state = {"rank": None, "size": None, "local_rank": 0, "hosts": None, "opts": []}
+_state = {"rank": None, "size": None, "local_rank": 0, "hosts": None, "opts": [],
+          "servers": "in-process"}
+SERVERS = ("in-process", "process", "external")
 
 
 def _env_int(name, default=None):
@@ -61,11 +67,16 @@ def _own_address(master_addr, master_port):
         s.close()
 
 
-def init(port=None, address=None):
+def init(port=None, address=None, servers=None):
     """Joins the job: rank and size from the launcher's environment, the process group
     (gloo, over the launcher's store: used for the address exchange and broadcasts), and this
     process's PS address (MERCURY_PS_ADDR or the address that reaches MASTER_ADDR; port
-    MERCURY_PS_PORT (29650) + LOCAL_RANK)."""
+    MERCURY_PS_PORT (29650) + LOCAL_RANK), where this node's share is served: by whom is
+    `servers` (MERCURY_PS_SERVERS; see the module's doc)."""
+    servers = servers or os.environ.get("MERCURY_PS_SERVERS", "in-process")
+    if servers not in SERVERS:
+        raise ValueError("mercury.torch: servers must be one of %s, not %r"
+                         % (", ".join(SERVERS), servers))
     r, n = _env_int("RANK"), _env_int("WORLD_SIZE")
     lr = _env_int("LOCAL_RANK", 0)
     if not dist.is_initialized():
@@ -77,7 +88,7 @@ def init(port=None, address=None):
     store = dist.distributed_c10d._get_default_store()
     store.set("mercury_ps/%d" % r, "%s:%d" % (addr, p))
     hosts = [store.get("mercury_ps/%d" % i).decode() for i in range(n)]
-    _state.update(rank=r, size=n, local_rank=lr, hosts=hosts)
+    _state.update(rank=r, size=n, local_rank=lr, hosts=hosts, servers=servers)
     atexit.register(shutdown)
 
 
@@ -124,6 +135,7 @@ class DistributedOptimizer:
         self._timeout = timeout
         self._ps_options = ps_options
         self._ps = None
+        self._server = None           # the `mercury-ps serve` started here (servers="process")
         self._iter = 0                # the iteration whose backward comes next
         self._order = []              # modules in first-forward order: the layers
         self._layer_of = {}           # module -> layer index
@@ -207,9 +219,27 @@ class DistributedOptimizer:
             self.synchronize()
         finally:
             ps, self._ps = self._ps, None
-            ps.close()
-            if self in _state["opts"]:
-                _state["opts"].remove(self)
+            try:
+                ps.close()
+            finally:
+                self._stop_server()
+                if self in _state["opts"]:
+                    _state["opts"].remove(self)
+
+    def _stop_server(self, timeout=30.0):
+        """Our `mercury-ps serve` ends by itself once every worker is done; after a failure
+        it may still wait for workers that will never come."""
+        srv, self._server = self._server, None
+        if srv is None:
+            return
+        try:
+            rc = srv.wait(timeout=timeout)
+        except Exception:
+            srv.terminate()
+            rc = srv.wait()
+        if rc != 0:
+            warnings.warn("mercury.torch: this node's mercury-ps serve exited with status %d"
+                          % rc)
 
     # ---- hooks ----
 
@@ -257,8 +287,21 @@ class DistributedOptimizer:
 
     def _open(self):
         sizes = [sum(p.numel() for p in self._owned[m]) for m in self._order]
-        self._ps = ParameterServer(rank(), size(), _state["hosts"], sizes, mode=self._mode,
-                                   timeout=self._timeout, **self._ps_options)
+        apart = _state["servers"] != "in-process"
+        if _state["servers"] == "process":
+            self._server = start_server(rank(), size(), _state["hosts"], sizes,
+                                        mode=self._mode, timeout=self._timeout,
+                                        **{k: v for k, v in self._ps_options.items()
+                                           if k != "timeline"})
+        try:
+            self._ps = ParameterServer(rank(), size(), _state["hosts"], sizes, mode=self._mode,
+                                       timeout=self._timeout, external_servers=apart,
+                                       **self._ps_options)
+        except Exception:
+            if self._server is not None:
+                self._server.terminate()
+            self._stop_server()
+            raise
         # Without mercuryd, libmercury-ps has said so once on stderr; training goes on.
         self._bufs = [torch.empty(n, dtype=torch.float32) for n in sizes]
 

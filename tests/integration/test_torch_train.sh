@@ -23,17 +23,26 @@ py() { OPENBLAS_NUM_THREADS=1 /usr/bin/python3 "$@"; }
 cluster_up 2 100 mercuryd || { echo "FAIL: cluster setup"; exit 1; }
 serve_start || { echo "FAIL: mercuryd serve"; exit 1; }
 
-for cfg in "fifo sgd" "partition sgd" "mercury sgd" "mercury adam"; do
+# The third word: who serves each node's share (mercury.torch's servers=): the trainer's own
+# threads, or a `mercury-ps serve` process the trainer starts (that one and the trainer then
+# both tag through their node's mercuryd, as one job).
+for cfg in "fifo sgd in-process" "partition sgd in-process" "mercury sgd process" \
+	"mercury sgd in-process" "mercury adam in-process"; do
 	set -- $cfg
-	d=$work/$1-$2
+	d=$work/$1-$2-$3
 	mkdir -p "$d"
 	py "$train" --reference --opt "$2" --out "$d" || { echo "FAIL: reference run"; exit 1; }
 	# partition: small partitions under a credit, so every layer is cut and scheduled
-	run_torch "$d" "$train" --out "$d" --mode "$1" --opt "$2" --part 3000 --credit 6000
+	CL_TORCH_ENV="MERCURY_PS_SERVERS=$3" \
+		run_torch "$d" "$train" --out "$d" --mode "$1" --opt "$2" --part 3000 --credit 6000
 	rc=$?
-	check "$1 $2: both trainers finished" "[ $rc -eq 0 ]" || cat "$d"/node*.log
-	check "$1 $2: parameters (final and mid-run checkpoint) equal one process on the concatenated batches" \
+	check "$1 $2 $3: both trainers finished" "[ $rc -eq 0 ]" || cat "$d"/node*.log
+	check "$1 $2 $3: parameters (final and mid-run checkpoint) equal one process on the concatenated batches" \
 		"py '$here/../torch/compare.py' '$d' 1e-5"
+	if [ "$3" = process ]; then
+		check "$1 $2 $3: each trainer's node was served by its own mercury-ps serve" \
+			"grep -l 'mercury-ps: serve: node' '$d'/node0.log '$d'/node1.log | wc -l | grep -qx 2"
+	fi
 	if [ "$1" = mercury ]; then
 		check "$1 $2: every trainer tagged through mercuryd" \
 			"jq -e .tagged '$d/worker0.json' '$d/worker1.json' >/dev/null"
