@@ -139,8 +139,10 @@ const struct global_map_def global_maps[GM_COUNT] = {
     [GM_JOB_IDS] = {"job_ids", BPF_MAP_TYPE_HASH, sizeof(__u32)},
 };
 
-int pins_check_layout(int fd, const char *path, unsigned type, unsigned value_size, __u32 *id,
-		      char *err, size_t errlen)
+/* key_size / max_entries 0: not checked (the service's map sync knows type and value only). */
+static int compare_layout(int fd, const char *path, unsigned type, unsigned key_size,
+			  unsigned value_size, unsigned max_entries, __u32 *id, char *err,
+			  size_t errlen)
 {
 	struct bpf_map_info info = {};
 	__u32 len = sizeof(info);
@@ -153,13 +155,23 @@ int pins_check_layout(int fd, const char *path, unsigned type, unsigned value_si
 	}
 	if (id)
 		*id = info.id;
-	if (info.type == type && info.value_size == value_size)
+	if (info.type == type && info.value_size == value_size &&
+	    (!key_size || info.key_size == key_size) &&
+	    (!max_entries || info.max_entries == max_entries))
 		return 0;
 	snprintf(err, errlen,
-		 "%s has another layout (type %u, %u-byte values) than this mercuryd (layout "
-		 "version %d: type %u, %u bytes)",
-		 path, info.type, info.value_size, MERCURY_LAYOUT_VERSION, type, value_size);
+		 "%s has another layout (type %u, key %u, value %u bytes, %u entries) than this "
+		 "mercuryd (layout version %d: type %u, key %u, value %u bytes, %u entries)",
+		 path, info.type, info.key_size, info.value_size, info.max_entries,
+		 MERCURY_LAYOUT_VERSION, type, key_size ? key_size : info.key_size, value_size,
+		 max_entries ? max_entries : info.max_entries);
 	return -EPROTO;
+}
+
+int pins_check_layout(int fd, const char *path, unsigned type, unsigned value_size, __u32 *id,
+		      char *err, size_t errlen)
+{
+	return compare_layout(fd, path, type, 0, value_size, 0, id, err, errlen);
 }
 
 /*
@@ -172,30 +184,20 @@ int pins_check_layout(int fd, const char *path, unsigned type, unsigned value_si
  */
 static int check_pinned_def(const char *path, const struct bpf_map *m, char *err, size_t errlen)
 {
-	struct bpf_map_info info = {};
-	__u32 len = sizeof(info);
-	int fd = bpf_obj_get(path), r = 0;
+	int fd = bpf_obj_get(path), r;
+	size_t used;
 
 	if (fd < 0)
 		return errno == ENOENT ? 0 : -errno; /* not pinned yet: libbpf pins it */
-	if (bpf_obj_get_info_by_fd(fd, &info, &len)) {
-		r = -errno;
-		snprintf(err, errlen, "cannot inspect %s: %s", path, strerror(-r));
-	} else if (info.type != bpf_map__type(m) || info.key_size != bpf_map__key_size(m) ||
-		   info.value_size != bpf_map__value_size(m) ||
-		   info.max_entries != bpf_map__max_entries(m)) {
-		snprintf(
-		    err, errlen,
-		    "%s has another layout (type %u, key %u, value %u bytes, %u entries) than "
-		    "this mercuryd (layout version %d: type %u, key %u, value %u bytes, %u "
-		    "entries); detach every interface with the old mercuryd, or remove the pin",
-		    path, info.type, info.key_size, info.value_size, info.max_entries,
-		    MERCURY_LAYOUT_VERSION, bpf_map__type(m), bpf_map__key_size(m),
-		    bpf_map__value_size(m), bpf_map__max_entries(m));
-		r = -EEXIST;
-	}
+	r = compare_layout(fd, path, bpf_map__type(m), bpf_map__key_size(m), bpf_map__value_size(m),
+			   bpf_map__max_entries(m), NULL, err, errlen);
 	close(fd);
-	return r;
+	if (r != -EPROTO)
+		return r;
+	used = strlen(err);
+	snprintf(err + used, errlen - used,
+		 "; detach every interface with the old mercuryd, or remove the pin");
+	return -EEXIST;
 }
 
 int pins_use_globals(struct bpf_object *obj, const char *root, char *err, size_t errlen)
