@@ -13,7 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
+#include <unistd.h>
 #include <json-c/json.h>
 
 #include "ps.h"
@@ -78,6 +80,7 @@ static void usage(FILE *f)
 	    "  --layers N,N,...  serve: the model as parameter counts per layer, forward order\n"
 	    "                    (instead of --profile)\n"
 	    "  --jobs J          serve: exit after J jobs (0: until SIGTERM, the default)\n"
+	    "  --exit-with-parent  serve: end (as on SIGTERM) when the parent process ends\n"
 	    "serve prints one JSON object per job (all its workers said goodbye, or it failed)\n"
 	    "and goes on with the next; SIGTERM or SIGINT ends it, exit status 0.\n");
 }
@@ -260,7 +263,8 @@ static void print_job(const struct ps_config *c, int job, int rc, const struct p
  * until SIGTERM / SIGINT or `jobs` jobs. The signals are blocked in every thread and polled
  * here, so a signal never lands in the middle of a send.
  */
-static int run_serve(struct ps_config *c, const struct ps_profile *p, int jobs)
+static int run_serve(struct ps_config *c, const struct ps_profile *p, int jobs,
+		     bool exit_with_parent)
 {
 	uint64_t *params = calloc((size_t)p->nlayers, sizeof(uint64_t));
 	sigset_t stop_set;
@@ -276,6 +280,12 @@ static int run_serve(struct ps_config *c, const struct ps_profile *p, int jobs)
 	sigaddset(&stop_set, SIGTERM);
 	sigaddset(&stop_set, SIGINT);
 	pthread_sigmask(SIG_BLOCK, &stop_set, NULL);
+	/* a trainer's own server (mercury.torch servers="process") must not outlive it */
+	if (exit_with_parent && (prctl(PR_SET_PDEATHSIG, SIGTERM) || getppid() == 1)) {
+		fprintf(stderr, "mercury-ps: serve: the parent is gone already\n");
+		free(params);
+		return 1;
+	}
 	c->role = PS_ROLE_SERVER;
 	for (int job = 1; !stop && (jobs == 0 || job <= jobs); job++) {
 		struct ps_result res = {0};
@@ -354,6 +364,7 @@ int main(int argc, char **argv)
 	    {"external-servers", 0, 0, 'E'},
 	    {"layers", 1, 0, 'L'},
 	    {"jobs", 1, 0, 'J'},
+	    {"exit-with-parent", 0, 0, 'Z'},
 	    {"help", 0, 0, 'h'},
 	    {0, 0, 0, 0},
 	};
@@ -366,6 +377,7 @@ int main(int argc, char **argv)
 	double op_cost_us = 0;
 	const char *layers = NULL;
 	int o, nhosts = 0, jobs = 0;
+	bool exit_with_parent = false;
 
 	ps_config_defaults(&c);
 	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
@@ -484,6 +496,9 @@ int main(int argc, char **argv)
 		case 'L':
 			layers = optarg;
 			break;
+		case 'Z':
+			exit_with_parent = true;
+			break;
 		case 'J':
 			jobs = atoi(optarg);
 			if (jobs < 0) {
@@ -570,7 +585,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (!strcmp(cmd, "serve")) {
-		rc = run_serve(&c, &prof, jobs);
+		rc = run_serve(&c, &prof, jobs, exit_with_parent);
 		ps_profile_free(&prof);
 		return rc;
 	}

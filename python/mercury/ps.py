@@ -120,12 +120,13 @@ def start_server(rank, nodes, hosts, layer_params, mode="mercury", conns=16, ban
                  part=1000000, credit=4000000, bound=1000000, timeout=60.0, jobs=1):
     """Starts `mercury-ps serve` for node rank with the layout a ParameterServer of the same
     arguments (and external_servers=True) expects; it listens on hosts[rank] and exits after
-    `jobs` jobs (0: until terminated). Its errors go to this process's stderr. Returns the
-    subprocess.Popen."""
+    `jobs` jobs (0: until terminated), or when the thread that started it ends (call it from
+    the main thread). Its errors go to this process's stderr. Returns the subprocess.Popen."""
     if mode not in MODES:
         raise ValueError("mode must be one of %s" % ", ".join(MODES))
     cmd = [_server_binary(), "serve", "--layers", ",".join(str(int(n)) for n in layer_params),
            "--mode", mode, "--nodes", str(nodes), "--rank", str(rank), "--hosts", ",".join(hosts),
            "--conns", str(conns), "--bands", str(bands), "--part", str(part), "--credit",
-           str(credit), "--bound", str(bound), "--timeout", str(timeout), "--jobs", str(jobs)]
+           str(credit), "--bound", str(bound), "--timeout", str(timeout), "--jobs", str(jobs),
+           "--exit-with-parent"]
     return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stdin=subprocess.DEVNULL)

@@ -100,6 +100,19 @@ check "SIGTERM: ended within 2 s with a silent peer connected ($(((t1 - t0) / 10
 kill -TERM "$srv1" 2>/dev/null
 wait "$srv1" 2>/dev/null
 
+# --exit-with-parent (what mercury.torch's servers="process" uses): a trainer killed
+# without a word does not leave its server behind.
+bash -c '"$1" serve --profile "$2" --mode fifo --nodes 1 --rank 0 --hosts 127.0.0.1:$3 \
+	--exit-with-parent 2>/dev/null & echo $! >"$4"; wait' _ "$PS" "$PROF" $((base + 5)) \
+	"$tmp/child" &
+parent=$!
+for _ in $(seq 50); do [ -s "$tmp/child" ] && break; sleep 0.1; done
+child=$(cat "$tmp/child")
+pids+=("$child")
+kill -KILL "$parent"
+for _ in $(seq 30); do kill -0 "$child" 2>/dev/null || break; sleep 0.1; done
+check "--exit-with-parent: the server ends with its parent" "! kill -0 $child 2>/dev/null"
+
 # A server killed mid-job: every worker fails with a clear error, no hang.
 serve_up fifo
 for r in 0 1; do
