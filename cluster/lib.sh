@@ -56,7 +56,11 @@ cluster_down() {
 	CL_NODES=0
 	true
 }
-trap cluster_down EXIT INT TERM
+# A signal ends the script (its EXIT trap tears down); a trap on TERM alone would run
+# cluster_down and carry on with the next run on a cluster that is gone.
+trap cluster_down EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 # cluster_up N RATE_MBIT SHAPER
 cluster_up() {
@@ -184,6 +188,7 @@ run_ps() {
 	for ((i = 0; i < CL_NODES; i++)); do
 		# nsenter and env exec: $! is timeout(1), which passes a TERM on to the PS
 		nsenter --net=/var/run/netns/"$(cl_ns "$i")" env MERCURY_SOCKET="$CL_RUN/n$i.sock" \
+			MERCURY_BANDS="$CL_BANDS" \
 			timeout 600 "$PS_BIN" run \
 			--profile "$CL_ROOT/models/$model.prof" --mode "$mode" --nodes "$CL_NODES" \
 			--rank "$i" --hosts "$hosts" "${extra[@]}" "$@" \
@@ -252,6 +257,7 @@ run_torch() {
 		# Debian's torch 1.13 on Python 3.11 cannot parse the default --redirects; one
 		# thread per trainer: two of them share this machine's two cores.
 		nsenter --net=/var/run/netns/"$(cl_ns "$i")" env MERCURY_SOCKET="$CL_RUN/n$i.sock" \
+			MERCURY_BANDS="$CL_BANDS" \
 			OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 GLOO_SOCKET_IFNAME=e0 ${CL_TORCH_ENV:-} \
 			timeout "${CL_TORCH_TIMEOUT:-300}" "$CL_PY" -m torch.distributed.run \
 			--nnodes "$CL_NODES" --node_rank "$i" --nproc_per_node 1 \

@@ -133,7 +133,11 @@ class DistributedOptimizer:
         self._model = model
         self._mode = mode or os.environ.get("MERCURY_PS_MODE", "mercury")
         self._timeout = timeout
-        self._ps_options = ps_options
+        self._ps_options = dict(ps_options)
+        # Sockets follow the layer groups of mercuryd's band count: a socket spanning two
+        # groups sends packets in two bands and reorders its own stream.
+        if "bands" not in self._ps_options and os.environ.get("MERCURY_BANDS"):
+            self._ps_options["bands"] = int(os.environ["MERCURY_BANDS"])
         self._ps = None
         self._server = None           # the `mercury-ps serve` started here (servers="process")
         self._iter = 0                # the iteration whose backward comes next
