@@ -8,6 +8,7 @@
  * JSON result's "tagged" is false) rather than failing: the benchmark checks that flag.
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -30,10 +31,15 @@ int ps_tag_open(struct ps_node *n)
 	if (!r)
 		r = mercury_job_declare(cl, PS_JOB, (uint32_t)n->L, 1);
 	if (r) {
-		fprintf(stderr,
-			"mercury-ps: node %d: cannot use mercuryd (%s): mercury mode runs "
-			"without packet priority (start `mercuryd serve`, set MERCURY_SOCKET)\n",
-			n->cfg.rank, why(r));
+		/* once per process: `serve` opens a node per job, `local` several at once */
+		static atomic_bool warned;
+
+		if (!atomic_exchange(&warned, true))
+			fprintf(stderr,
+				"mercury-ps: node %d: cannot use mercuryd (%s): mercury mode runs "
+				"without packet priority (start `mercuryd serve`, set "
+				"MERCURY_SOCKET)\n",
+				n->cfg.rank, why(r));
 		if (cl)
 			mercury_disconnect(cl);
 		return r;
