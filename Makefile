@@ -146,7 +146,13 @@ $(BUILD)/libmercury-ps.so: $(PS_PIC_OBJS) $(BUILD)/libmercury.so
 $(BUILD)/libmercury-ps.a: $(PS_OBJS) $(COMMON_OBJS)
 	rm -f $@ && ar rcs $@ $^
 
-$(BUILD)/mercury-ps: $(BUILD)/ps/main.o $(PS_OBJS) $(COMMON_OBJS) $(BUILD)/libmercury.a
+# The command's own parts (ps/cli/: serve, JSON output) stay out of libmercury-ps.
+PS_CLI_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(wildcard ps/cli/*.c))
+$(BUILD)/ps/cli/%.o: ps/cli/%.c $(wildcard ps/*.h ps/cli/*.h include/*.h common/*.h) | $(BUILD)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -Ips -c $< -o $@
+
+$(BUILD)/mercury-ps: $(BUILD)/ps/main.o $(PS_CLI_OBJS) $(PS_OBJS) $(COMMON_OBJS) $(BUILD)/libmercury.a
 	$(CC) $(CFLAGS) -o $@ $^ $(or $(shell pkg-config --libs json-c 2>/dev/null),$(error pkg-config knows no json-c: run `make deps`)) -lpthread -lm
 
 $(BUILD)/examples/%: examples/%.c $(BUILD)/libmercury.a
