@@ -60,13 +60,11 @@ int ps_node_run(const struct ps_config *cfg, const struct ps_profile *prof, stru
 		char *err, size_t errlen)
 {
 	struct ps_node *n;
-	uint64_t *params = calloc(prof->nlayers > 0 ? prof->nlayers : 1, sizeof(uint64_t));
+	uint64_t *params = ps_profile_params(prof);
 	int r, rs;
 
 	if (!params)
 		return -ENOMEM;
-	for (int l = 0; l < prof->nlayers; l++)
-		params[l] = prof->layers[l].params;
 	r = ps_node_start(cfg, params, prof->nlayers, &n, err, errlen);
 	free(params);
 	if (r)

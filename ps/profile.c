@@ -24,6 +24,33 @@ int ps_mode_from_name(const char *s, enum ps_mode *out)
 	return -EINVAL;
 }
 
+/* A zeroed new last layer, or NULL (the profile freed) when memory runs out. */
+static struct ps_layer *append_layer(struct ps_profile *p, int *cap)
+{
+	if (p->nlayers == *cap) {
+		int c = *cap ? *cap * 2 : 64;
+		struct ps_layer *n = realloc(p->layers, (size_t)c * sizeof(*n));
+
+		if (!n) {
+			ps_profile_free(p);
+			return NULL;
+		}
+		p->layers = n;
+		*cap = c;
+	}
+	memset(&p->layers[p->nlayers], 0, sizeof(p->layers[0]));
+	return &p->layers[p->nlayers++];
+}
+
+uint64_t *ps_profile_params(const struct ps_profile *p)
+{
+	uint64_t *params = calloc(p->nlayers > 0 ? (size_t)p->nlayers : 1, sizeof(uint64_t));
+
+	for (int l = 0; params && l < p->nlayers; l++)
+		params[l] = p->layers[l].params;
+	return params;
+}
+
 int ps_profile_load(const char *path, struct ps_profile *p, char *err, size_t errlen)
 {
 	char line[512];
@@ -59,18 +86,12 @@ int ps_profile_load(const char *path, struct ps_profile *p, char *err, size_t er
 			ps_profile_free(p);
 			return -EINVAL;
 		}
-		if (p->nlayers == cap) {
-			cap = cap ? cap * 2 : 64;
-			struct ps_layer *n = realloc(p->layers, cap * sizeof(*n));
-			if (!n) {
-				fclose(f);
-				ps_profile_free(p);
-				snprintf(err, errlen, "out of memory reading %s", path);
-				return -ENOMEM;
-			}
-			p->layers = n;
+		struct ps_layer *l = append_layer(p, &cap);
+		if (!l) {
+			fclose(f);
+			snprintf(err, errlen, "out of memory reading %s", path);
+			return -ENOMEM;
 		}
-		struct ps_layer *l = &p->layers[p->nlayers++];
 		snprintf(l->name, sizeof(l->name), "%s", name);
 		l->params = params;
 		l->fwd_s = fwd;
@@ -101,17 +122,12 @@ int ps_profile_from_list(const char *list, struct ps_profile *p, char *err, size
 			ps_profile_free(p);
 			return -EINVAL;
 		}
-		if (p->nlayers == cap) {
-			cap = cap ? cap * 2 : 64;
-			struct ps_layer *n = realloc(p->layers, cap * sizeof(*n));
-			if (!n) {
-				ps_profile_free(p);
-				snprintf(err, errlen, "out of memory");
-				return -ENOMEM;
-			}
-			p->layers = n;
+		struct ps_layer *l = append_layer(p, &cap);
+		if (!l) {
+			snprintf(err, errlen, "out of memory");
+			return -ENOMEM;
 		}
-		p->layers[p->nlayers++] = (struct ps_layer){.name = "", .params = v};
+		l->params = v;
 		at = *end ? end + 1 : end;
 	}
 	if (p->nlayers == 0) {

@@ -55,6 +55,8 @@ int ps_profile_load(const char *path, struct ps_profile *p, char *err, size_t er
 /* A model given as "N,N,..." (parameters per layer, forward order; no compute times). */
 int ps_profile_from_list(const char *list, struct ps_profile *p, char *err, size_t errlen);
 void ps_profile_free(struct ps_profile *p);
+/* The layers' parameter counts as an array (caller frees), or NULL without memory. */
+uint64_t *ps_profile_params(const struct ps_profile *p);
 
 /* ---- placement (MXNet KVStore rules) ---- */
 

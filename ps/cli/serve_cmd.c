@@ -39,7 +39,7 @@ static void print_job(const struct ps_config *c, int job, int rc, const struct p
 int ps_serve_command(struct ps_config *c, const struct ps_profile *p, int jobs,
 		     bool exit_with_parent)
 {
-	uint64_t *params = calloc((size_t)p->nlayers, sizeof(uint64_t));
+	uint64_t *params = ps_profile_params(p);
 	sigset_t stop_set;
 	const struct timespec no_wait = {0, 0};
 	bool stop = false;
@@ -47,8 +47,6 @@ int ps_serve_command(struct ps_config *c, const struct ps_profile *p, int jobs,
 
 	if (!params)
 		return 1;
-	for (int l = 0; l < p->nlayers; l++)
-		params[l] = p->layers[l].params;
 	sigemptyset(&stop_set);
 	sigaddset(&stop_set, SIGTERM);
 	sigaddset(&stop_set, SIGINT);
