@@ -33,6 +33,10 @@ def main():
     ap.add_argument("--bucket-mb", type=float, default=25)
     ap.add_argument("--part", type=int, default=1000000)
     ap.add_argument("--credit", type=int, default=4000000)
+    ap.add_argument("--colocated-tcp", action="store_true",
+                    help="mercury.torch: own server's share over loopback TCP, not memory")
+    ap.add_argument("--conns", type=int, default=0,
+                    help="mercury: connections per worker-server pair (0: mercury.torch's)")
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--iters", type=int, default=8)
     ap.add_argument("--out", default=".")
@@ -59,8 +63,11 @@ def main():
         import mercury.torch as mt
         mt.init()
         tl = os.path.join(a.timeline, "tl.%s" % os.environ.get("RANK", "0")) if a.timeline else None
+        extra = {"conns": a.conns} if a.conns else {}
+        if a.colocated_tcp:
+            extra["colocated_tcp"] = True
         opt = mt.DistributedOptimizer(base, model, mode=a.mode, part=a.part, credit=a.credit,
-                                      timeline=tl)
+                                      timeline=tl, **extra)
         mt.broadcast_parameters(model.state_dict(), root_rank=0)
         net, sync, r = model, opt.synchronize, mt.rank()
     stamps, cpu = [], []
@@ -80,6 +87,8 @@ def main():
            "bucket_mb": a.bucket_mb if a.mode == "ddp" else None,
            "part": a.part if a.mode == "partition" else None,
            "credit": a.credit if a.mode == "partition" else None,
+           "conns": a.conns or None,
+           "colocated_tcp": a.colocated_tcp if a.mode != "ddp" else None,
            "tagged": bool(getattr(opt, "tagged", False))}
     with open(os.path.join(a.out, "rank%d.json" % r), "w") as f:
         json.dump(res, f)

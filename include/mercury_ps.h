@@ -54,6 +54,9 @@ struct mercury_ps_options {
 	const char *timeline;  /* per-layer push/pull events (TSV) at close, or NULL */
 	int external_servers;  /* 0: this process serves its node's share (the co-located
 				* layout); 1: `mercury-ps serve` processes at hosts[] do */
+	int colocated_tcp;     /* co-located: 0 (the default): this process's worker and
+				* server exchange their data through memory; 1: through
+				* loopback TCP, as with any other node */
 };
 
 #define MERCURY_PS_OPTIONS_INIT                                                                    \

@@ -44,6 +44,7 @@ static int options_to_config(const struct mercury_ps_options *o, struct ps_confi
 	c->timeout_s = o->timeout_s;
 	c->user_data = true;
 	c->role = o->external_servers ? PS_ROLE_WORKER : PS_ROLE_NODE;
+	c->local_direct = !o->colocated_tcp;
 	return 0;
 }
 

@@ -75,6 +75,8 @@ static void usage(FILE *f)
 	    "                    mercuryd (e.g. 0x4d450010, the htb leaves of Mercury's tree)\n"
 	    "  --write-ahead     mercury: write the next iteration's pushes before this node's\n"
 	    "                    iteration has ended (they keep the next-iteration band)\n"
+	    "  --local-direct    run, local: each node's worker and its own server exchange data\n"
+	    "                    through memory, not loopback TCP (the worker library's default)\n"
 	    "  --external-servers  run: the worker only; each node's `mercury-ps serve` holds\n"
 	    "                    its share\n"
 	    "  --layers N,N,...  serve: the model as parameter counts per layer, forward order\n"
@@ -245,6 +247,7 @@ int main(int argc, char **argv)
 	    {"sock-prio", 1, 0, 'Q'},
 	    {"bands", 1, 0, 'B'},
 	    {"write-ahead", 0, 0, 'W'},
+	    {"local-direct", 0, 0, 'M'},
 	    {"op-cost", 1, 0, 'O'},
 	    {"external-servers", 0, 0, 'E'},
 	    {"layers", 1, 0, 'L'},
@@ -365,6 +368,9 @@ int main(int argc, char **argv)
 			break;
 		case 'W':
 			c.write_ahead = true;
+			break;
+		case 'M':
+			c.local_direct = true;
 			break;
 		case 'O':
 			op_cost_us = atof(optarg);

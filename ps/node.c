@@ -67,21 +67,34 @@ void *ps_tx(void *arg)
 			ps_sleep_until(it.not_before);
 		double t0 = ps_now();
 
-		if (n->cfg.mode == PS_MERCURY && payload)
-			ps_tag_next(c, sizeof(it.h) + plen, (int)it.h.layer,
-				    it.h.type == PS_MSG_PUSH ? PS_DIR_PUSH : PS_DIR_PULL,
-				    it.h.iter);
-		r = ps_write_msg(c->fd, &it.h, it.data, plen);
-		if (r) {
-			if (!atomic_load(&n->closing))
-				ps_fail(n,
-					"node %d: node %d disconnected mid-iteration (send on "
-					"connection %d: %s)",
-					n->cfg.rank, c->peer, c->index, strerror(-r));
-			break;
+		if (c->direct && payload) {
+			r = c->worker_side ? ps_server_local_push(n, &it.h, it.data)
+					   : ps_worker_local_pull(n, &it.h, it.data);
+			if (r) {
+				if (!atomic_load(&n->failed))
+					ps_fail(n,
+						"node %d: its own %s of slice %u was refused (%s)",
+						n->cfg.rank, c->worker_side ? "push" : "pull",
+						it.h.slice, strerror(-r));
+				break;
+			}
+		} else {
+			if (n->cfg.mode == PS_MERCURY && payload)
+				ps_tag_next(c, sizeof(it.h) + plen, (int)it.h.layer,
+					    it.h.type == PS_MSG_PUSH ? PS_DIR_PUSH : PS_DIR_PULL,
+					    it.h.iter);
+			r = ps_write_msg(c->fd, &it.h, it.data, plen);
+			if (r) {
+				if (!atomic_load(&n->closing))
+					ps_fail(n,
+						"node %d: node %d disconnected mid-iteration (send "
+						"on connection %d: %s)",
+						n->cfg.rank, c->peer, c->index, strerror(-r));
+				break;
+			}
+			atomic_fetch_add(&c->written, sizeof(it.h) + plen);
+			atomic_fetch_add(&n->bytes_sent, sizeof(it.h) + plen);
 		}
-		atomic_fetch_add(&c->written, sizeof(it.h) + plen);
-		atomic_fetch_add(&n->bytes_sent, sizeof(it.h) + plen);
 		if (it.h.type == PS_MSG_PUSH)
 			ps_record(n, 'p', (int)it.h.layer, it.h.iter, t0, ps_now());
 		if (it.h.type == PS_MSG_PULL_DATA &&
@@ -112,6 +125,9 @@ static struct ps_conn *conn_new(struct ps_node *n, int fd, int peer, int index, 
 	c->peer = peer;
 	c->index = index;
 	c->worker_side = worker_side;
+	/* Loopback TCP between the halves of one process costs two copies, a softirq and
+	 * a wake-up per message for bytes that never cross a link. */
+	c->direct = n->cfg.local_direct && peer == n->cfg.rank && n->cfg.role == PS_ROLE_NODE;
 	ps_sendq_init(&c->q);
 	/* The handshake may count as acknowledged bytes; nothing is written yet. */
 	if (tcp_bytes_acked(fd, &c->acked_base, NULL))

@@ -49,6 +49,7 @@ struct ps_conn {
 	int peer;  /* rank of the node at the other end */
 	int index; /* connection index within the worker-server pair */
 	bool worker_side;
+	bool direct; /* data to this process's own other half: memory, not the socket */
 	struct ps_sendq q;
 	pthread_t tx, rx;
 	bool threads;
@@ -169,6 +170,10 @@ int ps_enqueue_at(struct ps_conn *c, uint16_t type, int slice, uint64_t iter, ui
 		  uint64_t len, const void *data, uint64_t key, double not_before);
 
 void *ps_server_rx(void *arg);
+/* A push (PUSH header + payload) from this process's own worker, taken from memory. */
+int ps_server_local_push(struct ps_node *n, const struct ps_msg_hdr *h, const float *data);
+/* A pull (PULL_DATA header + payload) from this process's own server, taken from memory. */
+int ps_worker_local_pull(struct ps_node *n, const struct ps_msg_hdr *h, const float *data);
 void *ps_worker_rx(void *arg);
 void *ps_tx(void *arg);
 /* Partition mode, ranks other than 0: rank 0 dispatched tensor `part` of iteration iter. */

@@ -187,6 +187,9 @@ struct ps_config {
 			       * iteration has ended (tagged at the next-iteration level) */
 	bool user_data;	      /* gradients come from the caller and pulls are kept for it
 			       * (the worker library); otherwise a constant stands in */
+	bool local_direct;    /* the worker's data for its own node's server (same process)
+			       * goes through memory, not loopback TCP (control messages still
+			       * use the sockets) */
 };
 
 void ps_config_defaults(struct ps_config *c);

@@ -60,11 +60,12 @@ static void try_aggregate(struct ps_node *n, struct ps_sslice *s)
 	}
 }
 
-static int on_push(struct ps_conn *c, const struct ps_msg_hdr *h)
+/* Worker w's push h: its payload read from c's socket or, from this process's own worker
+ * (c NULL), copied from src. */
+static int take_push(struct ps_node *n, struct ps_conn *c, int w, const struct ps_msg_hdr *h,
+		     const float *src)
 {
-	struct ps_node *n = c->node;
 	struct ps_sslice *s;
-	int w = c->peer;
 
 	if (h->slice >= (uint32_t)n->pl.nslices || n->pl.slices[h->slice].server != n->cfg.rank) {
 		ps_fail(n, "server %d: worker %d pushed slice %u that lives elsewhere", n->cfg.rank,
@@ -88,12 +89,18 @@ static int on_push(struct ps_conn *c, const struct ps_msg_hdr *h)
 			(unsigned long long)s->cur_iter);
 		return -EPROTO;
 	}
-	/* Mercury publishes progress chunk by chunk; the others once the message is in. */
-	uint64_t step = n->cfg.mode == PS_MERCURY ? n->cfg.chunk : h->len;
+	/* Mercury publishes progress chunk by chunk as it reads; the others once the message
+	 * is in, and a copy from memory is in at once. */
+	uint64_t step = n->cfg.mode == PS_MERCURY && c ? n->cfg.chunk : h->len;
 	for (uint64_t done = 0; done < h->len;) {
 		uint64_t take = h->len - done < step ? h->len - done : step;
-		int r = ps_read_full(c->fd, s->recv[w] + h->off + done, take * sizeof(float));
+		float *dst = s->recv[w] + h->off + done;
+		int r = 0;
 
+		if (c)
+			r = ps_read_full(c->fd, dst, take * sizeof(float));
+		else
+			memcpy(dst, src + done, take * sizeof(float));
 		if (r)
 			return r;
 		done += take;
@@ -103,6 +110,16 @@ static int on_push(struct ps_conn *c, const struct ps_msg_hdr *h)
 		pthread_mutex_unlock(&s->mu);
 	}
 	return 0;
+}
+
+static int on_push(struct ps_conn *c, const struct ps_msg_hdr *h)
+{
+	return take_push(c->node, c, c->peer, h, NULL);
+}
+
+int ps_server_local_push(struct ps_node *n, const struct ps_msg_hdr *h, const float *data)
+{
+	return take_push(n, NULL, n->cfg.rank, h, data);
 }
 
 /* Partition mode: rank 0's worker tells us what it dispatched; our worker follows, in this

@@ -248,9 +248,11 @@ static void verify_layer(struct ps_node *n, int layer, uint64_t iter)
 	n->pulls_checked++;
 }
 
-static int on_pull_data(struct ps_conn *c, const struct ps_msg_hdr *h)
+/* A pull h: its payload read from c's socket or, from this process's own server (c NULL),
+ * copied from src. */
+static int take_pull(struct ps_node *n, struct ps_conn *c, const struct ps_msg_hdr *h,
+		     const float *src)
 {
-	struct ps_node *n = c->node;
 	const struct ps_slice *sl;
 	int r;
 
@@ -260,7 +262,11 @@ static int on_pull_data(struct ps_conn *c, const struct ps_msg_hdr *h)
 	if (h->off + h->len > sl->len)
 		return -EPROTO;
 	double t0 = ps_now();
-	if (ps_keeps_data(n)) {
+	if (!c) {
+		r = 0;
+		if (ps_keeps_data(n))
+			memcpy(n->param[sl->layer] + sl->off + h->off, src, h->len * sizeof(float));
+	} else if (ps_keeps_data(n)) {
 		r = ps_read_full(c->fd, n->param[sl->layer] + sl->off + h->off,
 				 h->len * sizeof(float));
 	} else {
@@ -303,6 +309,16 @@ static int on_pull_data(struct ps_conn *c, const struct ps_msg_hdr *h)
 	}
 	pthread_mutex_unlock(&n->mu);
 	return 0;
+}
+
+static int on_pull_data(struct ps_conn *c, const struct ps_msg_hdr *h)
+{
+	return take_pull(c->node, c, h, NULL);
+}
+
+int ps_worker_local_pull(struct ps_node *n, const struct ps_msg_hdr *h, const float *data)
+{
+	return take_pull(n, NULL, h, data);
 }
 
 /* Partition mode, worker role: our node's server (another process) passes rank 0's order on. */

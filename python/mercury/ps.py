@@ -35,7 +35,8 @@ class _Options(ctypes.Structure):
                 ("mode", ctypes.c_int), ("conns", ctypes.c_int), ("bands", ctypes.c_int),
                 ("part", ctypes.c_uint64), ("credit", ctypes.c_uint64),
                 ("bound", ctypes.c_uint64), ("timeout_s", ctypes.c_double),
-                ("timeline", ctypes.c_char_p), ("external_servers", ctypes.c_int)]
+                ("timeline", ctypes.c_char_p), ("external_servers", ctypes.c_int),
+                ("colocated_tcp", ctypes.c_int)]
 
 
 _lib.mercury_ps_open.argtypes = [ctypes.POINTER(_Options), ctypes.POINTER(ctypes.c_void_p),
@@ -58,7 +59,7 @@ class ParameterServer:
 
     def __init__(self, rank, nodes, hosts, layer_params, mode="mercury", conns=16, bands=8,
                  part=1000000, credit=4000000, bound=1000000, timeout=60.0, timeline=None,
-                 external_servers=False):
+                 external_servers=False, colocated_tcp=False):
         if mode not in MODES:
             raise ValueError("mode must be one of %s" % ", ".join(MODES))
         if len(hosts) != nodes:
@@ -68,7 +69,8 @@ class ParameterServer:
         self._params = (ctypes.c_uint64 * len(self.layer_params))(*self.layer_params)
         opts = _Options(rank, nodes, self._hosts, self._params, len(self.layer_params),
                         MODES[mode], conns, bands, part, credit, bound, float(timeout),
-                        timeline.encode() if timeline else None, int(external_servers))
+                        timeline.encode() if timeline else None, int(external_servers),
+                        int(colocated_tcp))
         self._ps = ctypes.c_void_p()
         err = ctypes.create_string_buffer(512)
         rc = _lib.mercury_ps_open(ctypes.byref(opts), ctypes.byref(self._ps), err, len(err))

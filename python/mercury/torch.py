@@ -296,7 +296,7 @@ class DistributedOptimizer:
             self._server = start_server(rank(), size(), _state["hosts"], sizes,
                                         mode=self._mode, timeout=self._timeout,
                                         **{k: v for k, v in self._ps_options.items()
-                                           if k != "timeline"})
+                                           if k not in ("timeline", "colocated_tcp")})
         try:
             self._ps = ParameterServer(rank(), size(), _state["hosts"], sizes, mode=self._mode,
                                        timeout=self._timeout, external_servers=apart,

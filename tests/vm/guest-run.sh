@@ -62,7 +62,8 @@ for t in tests/integration/test_*.sh; do
 	# The PS cluster tests measure the parameter server, not the kernel, and need python3.
 	if [ "$(basename "$t")" = test_ps_cluster.sh ] ||
 		[ "$(basename "$t")" = test_partition_baseline.sh ] ||
-		[ "$(basename "$t")" = test_ps_serve.sh ]; then
+		[ "$(basename "$t")" = test_ps_serve.sh ] ||
+		[ "$(basename "$t")" = test_ps_local_direct.sh ]; then
 		run_test - "$name" sh -c 'echo "host-only: the PS, not the kernel"; exit 77'
 	elif grep -q MERCURY_TEST_QDISC "$t"; then
 		for b in "${backends[@]}"; do run_test "$b" "$name" bash "$t"; done
