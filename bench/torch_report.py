@@ -64,3 +64,25 @@ for rate in rates:
 print()
 print("Tuning pass (one run per cell): " + "; ".join(
     "%d Mbit/s: %s" % (rate, ", ".join(v)) for rate, v in sorted(tuned.items())))
+
+
+def med_of(rate, label, key):
+    v = [r[key] for r in runs if r["rate_mbit"] == rate and not r["tuning"] and
+         r["label"] == label and r.get(key) is not None]
+    return "%.2f" % statistics.median(v) if v else "-"
+
+
+# Where an iteration goes, per configuration: the trainer's CPU (PyTorch, the PS threads,
+# the socket calls it makes) and, through mercury.torch, the time blocked on aggregates.
+print()
+print("| Mbit/s | configuration | s/iter | trainer CPU s/iter | blocked on aggregates s/iter |")
+print("|---|---|---|---|---|")
+for rate in rates:
+    labels = []
+    for r in runs:
+        if r["rate_mbit"] == rate and not r["tuning"] and r["label"] not in labels + ["ideal"]:
+            labels.append(r["label"])
+    for lab in labels:
+        print("| %d | %s | %s | %s | %s |" % (rate, lab, med_of(rate, lab, "iter_s"),
+                                             med_of(rate, lab, "cpu_s_per_iter"),
+                                             med_of(rate, lab, "wait_s_per_iter")))

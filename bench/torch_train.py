@@ -70,19 +70,25 @@ def main():
                                       timeline=tl, **extra)
         mt.broadcast_parameters(model.state_dict(), root_rank=0)
         net, sync, r = model, opt.synchronize, mt.rank()
-    stamps, cpu = [], []
+    stamps, cpu, waited = [], [], []
     for _ in range(a.warmup + a.iters):
         opt.zero_grad()
         loss_fn(net(x), y).backward()
         opt.step()
         stamps.append(time.perf_counter())
         cpu.append(time.process_time())  # every thread of this process: PS threads included
+        waited.append(getattr(opt, "wait_s", 0.0))
     sync()  # every pending update applied: the last iteration's communication counts
     stamps[-1], cpu[-1] = time.perf_counter(), time.process_time()
+    waited[-1] = getattr(opt, "wait_s", 0.0)
     per_iter = (stamps[-1] - stamps[a.warmup - 1]) / a.iters
     cpu_per_iter = (cpu[-1] - cpu[a.warmup - 1]) / a.iters
     res = {"rank": r, "mode": a.mode, "model": a.model, "batch": a.batch, "image": a.image,
            "iter_s": per_iter, "cpu_s_per_iter": cpu_per_iter, "iters": a.iters,
+           # mercury.torch: blocked on aggregates (communication showing through); the rest
+           # of an iteration is compute and the CPU the PS and the network stack take from it
+           "wait_s_per_iter": ((waited[-1] - waited[a.warmup - 1]) / a.iters
+                               if a.mode != "ddp" else None),
            "warmup": a.warmup,
            "bucket_mb": a.bucket_mb if a.mode == "ddp" else None,
            "part": a.part if a.mode == "partition" else None,

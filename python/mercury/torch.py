@@ -147,6 +147,7 @@ class DistributedOptimizer:
         self._got = {}                # layer -> parameters with a gradient this iteration
         self._pushed = set()          # layers pushed this iteration
         self._warned_unused = False
+        self.wait_s = 0.0             # seconds blocked on aggregates so far (what shows through)
         seen = set()
         self._owned = {}              # module -> its parameters (each parameter once)
         for m in model.modules():
@@ -350,7 +351,9 @@ class DistributedOptimizer:
     def _apply(self, layer):
         it = self._pending.pop(layer)
         buf = self._bufs[layer]
+        t0 = time.perf_counter()
         self._ps.wait_pull(layer, it, buf.data_ptr())
+        self.wait_s += time.perf_counter() - t0
         buf.div_(size())
         params = self._owned[self._order[layer]]
         ids = {id(p) for p in params}
