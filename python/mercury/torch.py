@@ -26,7 +26,10 @@ Each node's share of the tensors is served (mt.init(servers=...) or MERCURY_PS_S
 the end; "external" by a `mercury-ps serve` already listening at this rank's PS address
 (started by a launcher or a service with the same layout: mt.profile_model writes it).
 Addresses are exchanged through torch.distributed's store. Without mercuryd the run goes on
-untagged after one warning.
+untagged after one warning. In-process, the trainer's own share never touches a socket
+(libmercury-ps hands it over in memory; colocated_tcp=True sends it over loopback TCP).
+opt.wait_s: seconds the trainer has spent blocked on aggregates, i.e. the communication
+that showed through.
 """
 import atexit
 import os
