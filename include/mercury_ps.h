@@ -75,6 +75,11 @@ int mercury_ps_open(const struct mercury_ps_options *o, struct mercury_ps **out,
  * iteration, iterations in order, and after the previous iteration's pull of that layer
  * (-EALREADY otherwise). The first push of an iteration begins it. */
 int mercury_ps_push(struct mercury_ps *ps, int layer, uint64_t iter, const float *grad);
+/* mercury_ps_push without copies: grad is read where it is and the sum lands straight in out
+ * (layer_params[layer] floats each). Both stay the caller's, unchanged by it, until
+ * mercury_ps_wait_pull(ps, layer, iter, out) has returned; that call then copies nothing. */
+int mercury_ps_push_inplace(struct mercury_ps *ps, int layer, uint64_t iter, const float *grad,
+			    float *out);
 /* Blocks until the sum over every worker of layer's gradients of iteration iter is here and
  * copies it to out (layer_params[layer] floats). -EINVAL for a layer not pushed yet. */
 int mercury_ps_wait_pull(struct mercury_ps *ps, int layer, uint64_t iter, float *out);

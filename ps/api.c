@@ -85,6 +85,12 @@ API int mercury_ps_push(struct mercury_ps *ps, int layer, uint64_t iter, const f
 	return grad ? ps_node_push(ps->node, layer, iter, grad) : -EINVAL;
 }
 
+API int mercury_ps_push_inplace(struct mercury_ps *ps, int layer, uint64_t iter, const float *grad,
+				float *out)
+{
+	return ps_node_push_inplace(ps->node, layer, iter, grad, out);
+}
+
 API int mercury_ps_wait_pull(struct mercury_ps *ps, int layer, uint64_t iter, float *out)
 {
 	return out ? ps_node_wait_pull(ps->node, layer, iter, out) : -EINVAL;

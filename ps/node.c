@@ -374,14 +374,10 @@ static int alloc_state(struct ps_node *n)
 	} else if (ps_keeps_data(n)) {
 		n->grad = calloc(L, sizeof(float *));
 		n->param = calloc(L, sizeof(float *));
-		if (!n->grad || !n->param)
+		n->push_src = calloc(L, sizeof(float *));
+		n->pull_dst = calloc(L, sizeof(float *));
+		if (!n->grad || !n->param || !n->push_src || !n->pull_dst)
 			return -ENOMEM;
-		for (int l = 0; l < L; l++) {
-			n->grad[l] = malloc(n->len[l] * sizeof(float));
-			n->param[l] = malloc(n->len[l] * sizeof(float));
-			if (!n->grad[l] || !n->param[l])
-				return -ENOMEM;
-		}
 	} else {
 		n->shared_grad = malloc(maxlen * sizeof(float));
 		if (!n->shared_grad)
@@ -428,6 +424,8 @@ static void free_state(struct ps_node *n)
 			free(n->param[l]);
 	free(n->grad);
 	free(n->param);
+	free(n->push_src);
+	free(n->pull_dst);
 	free(n->shared_grad);
 	free(n->ss);
 	free(n->pulled);

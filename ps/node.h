@@ -114,7 +114,11 @@ struct ps_node {
 	uint64_t *grad_ready;  /* per layer: iterations whose gradient is in place (partition) */
 	int *layers_pulled;    /* per iteration slot: layers whose pull is complete */
 	uint64_t begun;	       /* iterations begun (first push) so far */
-	float **grad, **param;
+	float **grad, **param; /* per layer: own copies (library/verify), made on first use */
+	/* Per layer (n->mu): where the current push is read from and where its pull lands: the
+	 * own copies, or the caller's buffers (ps_node_push_inplace). */
+	const float **push_src;
+	float **pull_dst;
 	float *shared_grad; /* without verify: one constant buffer for all pushes */
 	/* partition mode (worker.c): rank 0 schedules from a priority queue and announces each
 	 * dispatch (PS_MSG_ORDER); the other ranks dispatch in that order, as they learn it. */

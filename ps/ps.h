@@ -225,6 +225,10 @@ int ps_node_start(const struct ps_config *cfg, const uint64_t *params, int nlaye
 /* grad: the layer's params / shrink floats; NULL: the built-in gradient (verify's values or
  * a constant). Layer l's pushes go in iteration order, each after the previous pull of l. */
 int ps_node_push(struct ps_node *n, int layer, uint64_t iter, const float *grad);
+/* Without copies: grad is read in place and the aggregate lands in out; both stay the
+ * caller's, untouched, until ps_node_wait_pull(n, layer, iter, ...) has returned. */
+int ps_node_push_inplace(struct ps_node *n, int layer, uint64_t iter, const float *grad,
+			 float *out);
 /* Blocks until layer's aggregate (the sum over workers) of iteration iter is here, copies it
  * to out when out is not NULL (user_data or verify only). */
 int ps_node_wait_pull(struct ps_node *n, int layer, uint64_t iter, float *out);

@@ -25,7 +25,7 @@ static uint64_t prio_key(uint64_t iter, int layer)
 
 static const float *grad_of(struct ps_node *n, int layer)
 {
-	return ps_keeps_data(n) ? n->grad[layer] : n->shared_grad;
+	return ps_keeps_data(n) ? n->push_src[layer] : n->shared_grad;
 }
 
 /* The framework engine's start-up of one push op (n->mu held): ops start one after the
@@ -197,15 +197,10 @@ static void part_pulled(struct ps_node *n, int slice)
 	part_pump(n);
 }
 
-static void push_layer(struct ps_node *n, int layer, uint64_t iter, const float *grad)
+static void push_layer(struct ps_node *n, int layer, uint64_t iter)
 {
 	const struct ps_placement *pl = &n->pl;
 
-	if (grad && ps_keeps_data(n))
-		memcpy(n->grad[layer], grad, pl->len[layer] * sizeof(float));
-	else if (n->cfg.verify)
-		for (uint64_t j = 0; j < pl->len[layer]; j++)
-			n->grad[layer][j] = ps_grad_value(n->cfg.rank, layer, iter, j);
 	pthread_mutex_lock(&n->mu);
 	if (n->cfg.mode == PS_PARTITION) {
 		int first = pl->first[layer], end = first + pl->count[layer];
@@ -241,7 +236,7 @@ static void verify_layer(struct ps_node *n, int layer, uint64_t iter)
 
 		for (int w = 1; w < n->cfg.nodes; w++)
 			v += ps_grad_value(w, layer, iter, j);
-		if (memcmp(&v, &n->param[layer][j], sizeof(v)) != 0)
+		if (memcmp(&v, &n->pull_dst[layer][j], sizeof(v)) != 0)
 			bad++;
 	}
 	n->mismatches += bad;
@@ -262,13 +257,21 @@ static int take_pull(struct ps_node *n, struct ps_conn *c, const struct ps_msg_h
 	if (h->off + h->len > sl->len)
 		return -EPROTO;
 	double t0 = ps_now();
+	float *dst = NULL;
+	if (ps_keeps_data(n)) {
+		pthread_mutex_lock(&n->mu);
+		dst = n->pull_dst[sl->layer];
+		pthread_mutex_unlock(&n->mu);
+		if (!dst) /* a pull of a layer we never pushed */
+			return -EPROTO;
+		dst += sl->off + h->off;
+	}
 	if (!c) {
 		r = 0;
-		if (ps_keeps_data(n))
-			memcpy(n->param[sl->layer] + sl->off + h->off, src, h->len * sizeof(float));
-	} else if (ps_keeps_data(n)) {
-		r = ps_read_full(c->fd, n->param[sl->layer] + sl->off + h->off,
-				 h->len * sizeof(float));
+		if (dst)
+			memcpy(dst, src, h->len * sizeof(float));
+	} else if (dst) {
+		r = ps_read_full(c->fd, dst, h->len * sizeof(float));
 	} else {
 		r = 0;
 		for (uint64_t done = 0; done < h->len && !r;) {
@@ -455,32 +458,76 @@ bool ps_node_tagged(struct ps_node *n)
 	return n->tagger != NULL;
 }
 
-int ps_node_push(struct ps_node *n, int layer, uint64_t iter, const float *grad)
+/* The node's own copy of layer's buffers, made on first use (n->mu held). */
+static int own_buffers(struct ps_node *n, int layer)
 {
-	if (layer < 0 || layer >= n->L || (grad && !ps_keeps_data(n)))
+	size_t bytes = n->pl.len[layer] * sizeof(float);
+
+	if (!n->grad[layer])
+		n->grad[layer] = malloc(bytes);
+	if (!n->param[layer])
+		n->param[layer] = malloc(bytes);
+	return n->grad[layer] && n->param[layer] ? 0 : -ENOMEM;
+}
+
+/* A push of layer: from the node's own copy of grad (out NULL; with grad NULL, a constant or
+ * the verify values), or in place, read from grad and pulled into out. */
+static int push(struct ps_node *n, int layer, uint64_t iter, const float *grad, float *out)
+{
+	bool keeps = ps_keeps_data(n);
+	int r = 0;
+
+	if (layer < 0 || layer >= n->L || ((grad || out) && !keeps) || (out && !grad))
 		return -EINVAL;
 	if (atomic_load(&n->failed))
 		return -ECANCELED;
 	pthread_mutex_lock(&n->mu);
 	/* In order, once per iteration, and only after the previous aggregate of the layer is
-	 * here: by then every server has read our previous gradient, so its buffer is free. */
+	 * here: by then every server has read our previous gradient, so its buffer is free,
+	 * and no pull of the layer is landing anywhere. */
 	bool in_order = iter == n->pushed_iter[layer] && n->ready_iter[layer] >= iter;
+	if (in_order && keeps && !out)
+		r = own_buffers(n, layer);
+	in_order = in_order && !r;
 	bool begins = in_order && iter >= n->begun;
-	if (in_order)
+	if (in_order) {
 		n->pushed_iter[layer] = iter + 1;
+		if (keeps) {
+			n->push_src[layer] = out ? grad : n->grad[layer];
+			n->pull_dst[layer] = out ? out : n->param[layer];
+		}
+	}
 	if (begins)
 		n->begun = iter + 1;
 	pthread_mutex_unlock(&n->mu);
+	if (r)
+		return r;
 	if (!in_order)
 		return -EALREADY;
+	if (keeps && !out && grad)
+		memcpy(n->grad[layer], grad, n->pl.len[layer] * sizeof(float));
+	else if (keeps && !out && n->cfg.verify)
+		for (uint64_t j = 0; j < n->pl.len[layer]; j++)
+			n->grad[layer][j] = ps_grad_value(n->cfg.rank, layer, iter, j);
 	if (begins) /* an iteration begins with its first push */
 		ps_tag_iteration(n, iter, true);
-	push_layer(n, layer, iter, grad);
+	push_layer(n, layer, iter);
 	return atomic_load(&n->failed) ? -ECANCELED : 0;
+}
+
+int ps_node_push(struct ps_node *n, int layer, uint64_t iter, const float *grad)
+{
+	return push(n, layer, iter, grad, NULL);
+}
+
+int ps_node_push_inplace(struct ps_node *n, int layer, uint64_t iter, const float *grad, float *out)
+{
+	return grad && out ? push(n, layer, iter, grad, out) : -EINVAL;
 }
 
 int ps_node_wait_pull(struct ps_node *n, int layer, uint64_t iter, float *out)
 {
+	const float *got = NULL;
 	int r;
 
 	if (layer < 0 || layer >= n->L || (out && !ps_keeps_data(n)))
@@ -490,10 +537,12 @@ int ps_node_wait_pull(struct ps_node *n, int layer, uint64_t iter, float *out)
 		r = -EINVAL;
 	else
 		r = wait_for(n, layer_ready, (long)(iter + 1) << 16 | layer, "a layer's pull");
+	if (out)
+		got = n->pull_dst[layer];
 	pthread_mutex_unlock(&n->mu);
 	/* The next pull of this layer needs our next push, which comes after this returns. */
-	if (!r && out)
-		memcpy(out, n->param[layer], n->pl.len[layer] * sizeof(float));
+	if (!r && out && out != got)
+		memcpy(out, got, n->pl.len[layer] * sizeof(float));
 	return r;
 }
 

@@ -42,6 +42,8 @@ class _Options(ctypes.Structure):
 _lib.mercury_ps_open.argtypes = [ctypes.POINTER(_Options), ctypes.POINTER(ctypes.c_void_p),
                                  ctypes.c_char_p, ctypes.c_size_t]
 _lib.mercury_ps_push.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint64, ctypes.c_void_p]
+_lib.mercury_ps_push_inplace.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint64,
+                                         ctypes.c_void_p, ctypes.c_void_p]
 _lib.mercury_ps_wait_pull.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint64,
                                       ctypes.c_void_p]
 _lib.mercury_ps_error.argtypes = [ctypes.c_void_p]
@@ -85,6 +87,13 @@ class ParameterServer:
     def push(self, layer, iteration, address):
         """Queues layer's gradient (copied before this returns)."""
         self._check(_lib.mercury_ps_push(self._ps, layer, iteration, address), "push")
+
+    def push_inplace(self, layer, iteration, address, out):
+        """Queues layer's gradient without copying it: the memory at address is read where it
+        is and the sum lands at out; neither may change until wait_pull(layer, iteration,
+        out) has returned."""
+        self._check(_lib.mercury_ps_push_inplace(self._ps, layer, iteration, address, out),
+                    "push")
 
     def wait_pull(self, layer, iteration, address):
         """Blocks until layer's sum over every worker for iteration is at address."""

@@ -18,7 +18,9 @@ while later layers are still on the wire (BytePS calls this crossing the global 
 Updates still pending are applied before anything reads the parameters outside a forward
 pass: opt.synchronize() (also called by opt.state_dict(), model.state_dict(), model.eval()
 and at exit). Gradients seen between backward() and step() are this worker's own, not the
-mean: clip or inspect them only after synchronize().
+mean: clip or inspect them only after synchronize(). A pushed gradient is read in place
+until its layer's update: opt.zero_grad() and model.zero_grad() leave those layers alone
+(the update resets them); do not write .grad yourself between step() and the next forward.
 
 Each node's share of the tensors is served (mt.init(servers=...) or MERCURY_PS_SERVERS):
 "in-process" (default) by the trainer itself, in libmercury-ps's threads; "process" by a
@@ -185,7 +187,15 @@ class DistributedOptimizer:
         return self._opt.state
 
     def zero_grad(self, set_to_none=False):
-        self._opt.zero_grad(set_to_none)
+        """Zeroes the gradients of layers whose update has been applied. A layer still
+        waiting for its aggregate keeps its pushed gradient, which the library reads in
+        place; its update resets it (to zeros) before the layer's next forward pass."""
+        if not self._pending:
+            self._opt.zero_grad(set_to_none)
+            return
+        pending = {id(p) for layer in self._pending for p in self._owned[self._order[layer]]}
+        self._with_params(lambda p: id(p) not in pending,
+                          lambda: self._opt.zero_grad(set_to_none))
 
     def step(self, closure=None):
         """Ends this iteration's backward pass; updates are applied per layer later."""
@@ -264,8 +274,12 @@ class DistributedOptimizer:
                 opt.synchronize()
             return train(mode)
 
+        def pending_safe_zero_grad(set_to_none=False):
+            opt.zero_grad(set_to_none)  # the model's parameters are exactly the optimizer's
+
         model.state_dict = synced_state_dict
         model.train = synced_train
+        model.zero_grad = pending_safe_zero_grad
 
     def _before_forward(self, module, inputs):
         layer = self._layer_of.get(module)
@@ -347,7 +361,9 @@ class DistributedOptimizer:
                 self._flat[layer] = torch.empty_like(self._bufs[layer])
             flat = torch.cat([g.detach().reshape(-1).float() for g in grads],
                              out=self._flat[layer])
-        self._ps.push(layer, self._iter, flat.data_ptr())
+        # In place: the flat gradient is not written again before this layer's update, and
+        # the sum lands in the layer's pull buffer, read by _apply only after the wait.
+        self._ps.push_inplace(layer, self._iter, flat.data_ptr(), self._bufs[layer].data_ptr())
         self._pushed.add(layer)
         self._pending[layer] = self._iter
 
@@ -361,20 +377,8 @@ class DistributedOptimizer:
         params = self._owned[self._order[layer]]
         ids = {id(p) for p in params}
         self._point_grads(params, buf)
-        groups = self._opt.param_groups
-        sub = []
-        for g in groups:
-            own = [p for p in g["params"] if id(p) in ids]
-            if own:
-                d = dict(g)
-                d["params"] = own
-                sub.append(d)
-        self._opt.param_groups = sub
-        try:
-            with torch.no_grad():
-                self._opt.step()
-        finally:
-            self._opt.param_groups = groups
+        with torch.no_grad():
+            self._with_params(lambda p: id(p) in ids, self._opt.step)
         home = self._grad_home[layer]
         if home is None:
             for p in params:  # the next backward starts from nothing
@@ -382,6 +386,23 @@ class DistributedOptimizer:
         else:  # ... in the layer's home array
             home.zero_()
             self._point_grads(params, home)
+
+    def _with_params(self, keep, call):
+        """Runs call() with the wrapped optimizer's groups narrowed to the parameters p
+        for which keep(p) holds (each group's settings kept)."""
+        groups = self._opt.param_groups
+        sub = []
+        for g in groups:
+            own = [p for p in g["params"] if keep(p)]
+            if own:
+                d = dict(g)
+                d["params"] = own
+                sub.append(d)
+        self._opt.param_groups = sub
+        try:
+            return call()
+        finally:
+            self._opt.param_groups = groups
 
     @staticmethod
     def _point_grads(params, flat):

@@ -91,7 +91,8 @@ def main():
     for step in range(a.steps):
         x, y = batch(step, mt.size(), a.per_worker)
         x, y = x[r * a.per_worker:(r + 1) * a.per_worker], y[r * a.per_worker:(r + 1) * a.per_worker]
-        opt.zero_grad()
+        # Both ways users zero gradients; neither may touch a gradient still being pushed.
+        (opt.zero_grad if step % 2 == 0 else model.zero_grad)()
         loss = loss_fn(model(x), y)
         loss.backward()
         opt.step()

@@ -3,6 +3,7 @@
  * loopback: every pulled value is the sum of both workers' pushes; pushes out of order and
  * pulls of layers never pushed are refused with a reason; two workers whose models differ
  * fail at open naming the layout; bad options are refused before any socket is opened.
+ * A worker pushing in place (mercury_ps_push_inplace) gets the same sums in its own buffers.
  * With external_servers the same sums come from server-only nodes (what `mercury-ps serve`
  * runs), each serving its job to the end.
  */
@@ -33,6 +34,7 @@ struct worker {
 	uint64_t params[LAYERS];
 	enum mercury_ps_mode mode;
 	int external_servers;
+	int inplace; /* mercury_ps_push_inplace: per-layer buffers, nothing copied */
 	int rc, bad_sums, out_of_order_rc, unpushed_rc;
 	char err[256];
 };
@@ -62,23 +64,40 @@ static void *worker_main(void *arg)
 		free(buf);
 		return NULL;
 	}
+	float *grads[LAYERS], *outs[LAYERS];
+
+	for (int l = 0; l < LAYERS; l++) {
+		grads[l] = w->inplace ? malloc(sizes[l] * sizeof(float)) : NULL;
+		outs[l] = w->inplace ? malloc(sizes[l] * sizeof(float)) : NULL;
+	}
 	for (int it = 0; it < ITERS; it++) {
 		for (int l = LAYERS - 1; l >= 0; l--) { /* backward order */
+			float *g = w->inplace ? grads[l] : buf;
+
 			for (uint64_t j = 0; j < sizes[l]; j++)
-				buf[j] = grad_value(w->rank, l, it, j);
-			mercury_ps_push(ps, l, (uint64_t)it, buf);
+				g[j] = grad_value(w->rank, l, it, j);
+			if (w->inplace)
+				mercury_ps_push_inplace(ps, l, (uint64_t)it, g, outs[l]);
+			else
+				mercury_ps_push(ps, l, (uint64_t)it, g);
 		}
 		if (it == 0) {
 			w->out_of_order_rc = mercury_ps_push(ps, 0, 5, buf);
 			w->unpushed_rc = mercury_ps_wait_pull(ps, 0, 7, buf);
 		}
 		for (int l = 0; l < LAYERS; l++) { /* next forward pass */
-			if (mercury_ps_wait_pull(ps, l, (uint64_t)it, buf))
+			float *o = w->inplace ? outs[l] : buf;
+
+			if (mercury_ps_wait_pull(ps, l, (uint64_t)it, o))
 				break;
 			for (uint64_t j = 0; j < sizes[l]; j++)
 				w->bad_sums +=
-				    buf[j] != grad_value(0, l, it, j) + grad_value(1, l, it, j);
+				    o[j] != grad_value(0, l, it, j) + grad_value(1, l, it, j);
 		}
+	}
+	for (int l = 0; l < LAYERS; l++) {
+		free(grads[l]);
+		free(outs[l]);
 	}
 	w->rc = mercury_ps_close(ps, w->err, sizeof(w->err));
 	free(buf);
@@ -98,6 +117,8 @@ static void next_addresses(void)
 		snprintf(addr[i], sizeof(addr[i]), "127.0.0.1:%u", port + i);
 }
 
+static int inplace_rank = -1; /* this worker pushes in place */
+
 static void run_workers(struct worker *w, enum mercury_ps_mode mode, uint64_t rank1_extra,
 			int external_servers)
 {
@@ -108,6 +129,7 @@ static void run_workers(struct worker *w, enum mercury_ps_mode mode, uint64_t ra
 		w[i].rank = i;
 		w[i].mode = mode;
 		w[i].external_servers = external_servers;
+		w[i].inplace = i == inplace_rank;
 		for (int j = 0; j < NODES; j++)
 			w[i].hosts[j] = addr[j];
 		memcpy(w[i].params, sizes, sizeof(sizes));
@@ -146,6 +168,20 @@ static void test_sums_in_every_mode(void **state)
 		run_pair(w, (enum mercury_ps_mode)m, 0);
 		assert_sums_right(w, m);
 	}
+}
+
+/* Rank 0 pushes in place (its buffers read and written where they are), rank 1 copies. */
+static void test_sums_in_place(void **state)
+{
+	(void)state;
+	inplace_rank = 0;
+	for (int m = MERCURY_PS_FIFO; m <= MERCURY_PS_MERCURY; m++) {
+		struct worker w[NODES];
+
+		run_pair(w, (enum mercury_ps_mode)m, 0);
+		assert_sums_right(w, m);
+	}
+	inplace_rank = -1;
 }
 
 static void test_sums_with_servers_apart(void **state)
@@ -210,6 +246,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_sums_in_every_mode),
+	    cmocka_unit_test(test_sums_in_place),
 	    cmocka_unit_test(test_sums_with_servers_apart),
 	    cmocka_unit_test(test_other_model_fails_at_open),
 	    cmocka_unit_test(test_bad_options),
