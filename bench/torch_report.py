@@ -72,17 +72,20 @@ def med_of(rate, label, key):
     return "%.2f" % statistics.median(v) if v else "-"
 
 
-# Where an iteration goes, per configuration: the trainer's CPU (PyTorch, the PS threads,
-# the socket calls it makes) and, through mercury.torch, the time blocked on aggregates.
+# Where an iteration goes, per configuration: the steady-state period (s/iter also holds
+# the pipeline's fill and drain once), the trainer's CPU (PyTorch, the PS threads, the
+# socket calls it makes) and, through mercury.torch, the time blocked on aggregates.
 print()
-print("| Mbit/s | configuration | s/iter | trainer CPU s/iter | blocked on aggregates s/iter |")
-print("|---|---|---|---|---|")
+print("| Mbit/s | configuration | s/iter | median step-to-step s | trainer CPU s/iter "
+      "| blocked on aggregates s/iter |")
+print("|---|---|---|---|---|---|")
 for rate in rates:
     labels = []
     for r in runs:
         if r["rate_mbit"] == rate and not r["tuning"] and r["label"] not in labels + ["ideal"]:
             labels.append(r["label"])
     for lab in labels:
-        print("| %d | %s | %s | %s | %s |" % (rate, lab, med_of(rate, lab, "iter_s"),
-                                             med_of(rate, lab, "cpu_s_per_iter"),
+        print("| %d | %s | %s | %s | %s | %s |" % (rate, lab, med_of(rate, lab, "iter_s"),
+                                                  med_of(rate, lab, "step_median_s"),
+                                                  med_of(rate, lab, "cpu_s_per_iter"),
                                              med_of(rate, lab, "wait_s_per_iter")))

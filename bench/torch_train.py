@@ -8,6 +8,7 @@ Writes OUT/rank<r>.json: the measured seconds per iteration after the warm-up.
 import argparse
 import json
 import os
+import statistics
 import sys
 import time
 
@@ -22,6 +23,10 @@ def build(name):
     if name == "inception_v3":
         return torchvision.models.inception_v3(weights=None, aux_logits=False, init_weights=False)
     return getattr(torchvision.models, name)(weights=None)
+
+
+def _waited(opt):
+    return getattr(opt, "wait_s", 0.0)
 
 
 def main():
@@ -43,6 +48,8 @@ def main():
     ap.add_argument("--profile", default="")
     ap.add_argument("--timeline", default="", help="PS events of this rank (TSV) into this dir")
     a = ap.parse_args()
+    if a.iters < 1 or a.warmup < 0:
+        ap.error("--iters must be at least 1 and --warmup at least 0")
     torch.set_num_threads(1)
     torch.manual_seed(0)
     model = build(a.model)
@@ -70,25 +77,31 @@ def main():
                                       timeline=tl, **extra)
         mt.broadcast_parameters(model.state_dict(), root_rank=0)
         net, sync, r = model, opt.synchronize, mt.rank()
-    stamps, cpu, waited = [], [], []
-    for _ in range(a.warmup + a.iters):
+    # The window runs from a drained state to a drained state in every mode: mercury.torch's
+    # step() returns with the iteration's communication still on the wire, DDP's only after
+    # it, so a window opened at a mercury step() would hold one iteration's communication
+    # more than it counts (at 100 Mbit/s 3.4 s of tail over 8 iterations). Both windows hold
+    # exactly `iters` iterations of compute and communication, pipeline fill and drain
+    # included; the step-to-step median inside it is the steady-state period.
+    stamps = []
+    for i in range(a.warmup + a.iters):
+        if i == a.warmup:
+            sync()
+            t0, cpu0, wait0 = time.perf_counter(), time.process_time(), _waited(opt)
         opt.zero_grad()
         loss_fn(net(x), y).backward()
         opt.step()
         stamps.append(time.perf_counter())
-        cpu.append(time.process_time())  # every thread of this process: PS threads included
-        waited.append(getattr(opt, "wait_s", 0.0))
     sync()  # every pending update applied: the last iteration's communication counts
-    stamps[-1], cpu[-1] = time.perf_counter(), time.process_time()
-    waited[-1] = getattr(opt, "wait_s", 0.0)
-    per_iter = (stamps[-1] - stamps[a.warmup - 1]) / a.iters
-    cpu_per_iter = (cpu[-1] - cpu[a.warmup - 1]) / a.iters
+    per_iter = (time.perf_counter() - t0) / a.iters
+    cpu_per_iter = (time.process_time() - cpu0) / a.iters  # PS threads included
+    steps = [b - b0 for b0, b in zip(stamps[a.warmup:], stamps[a.warmup + 1:])]
     res = {"rank": r, "mode": a.mode, "model": a.model, "batch": a.batch, "image": a.image,
            "iter_s": per_iter, "cpu_s_per_iter": cpu_per_iter, "iters": a.iters,
            # mercury.torch: blocked on aggregates (communication showing through); the rest
            # of an iteration is compute and the CPU the PS and the network stack take from it
-           "wait_s_per_iter": ((waited[-1] - waited[a.warmup - 1]) / a.iters
-                               if a.mode != "ddp" else None),
+           "wait_s_per_iter": ((_waited(opt) - wait0) / a.iters if a.mode != "ddp" else None),
+           "step_median_s": statistics.median(steps) if steps else None,
            "warmup": a.warmup,
            "bucket_mb": a.bucket_mb if a.mode == "ddp" else None,
            "part": a.part if a.mode == "partition" else None,
