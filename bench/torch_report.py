@@ -6,6 +6,9 @@ import statistics
 import sys
 
 runs = [json.loads(line) for line in open(sys.argv[1]) if line.strip()]
+for r in runs:  # CPU of libmercury-ps's threads (named mps-*) inside the trainer
+    if "cpu_by_thread" in r and r["mode"] != "ddp":
+        r["ps_cpu_s"] = sum(v for k, v in r["cpu_by_thread"].items() if k.startswith("mps-"))
 rates = sorted({r["rate_mbit"] for r in runs})
 # The tuning pass (one run per grid cell) comes before a rate's first fifo run; the table's
 # cells are the repeated runs only, the tuning runs pick the best cell.
@@ -77,15 +80,16 @@ def med_of(rate, label, key):
 # socket calls it makes) and, through mercury.torch, the time blocked on aggregates.
 print()
 print("| Mbit/s | configuration | s/iter | median step-to-step s | trainer CPU s/iter "
-      "| blocked on aggregates s/iter |")
-print("|---|---|---|---|---|---|")
+      "| of it PS threads (mps-*) | blocked on aggregates s/iter |")
+print("|---|---|---|---|---|---|---|")
 for rate in rates:
     labels = []
     for r in runs:
         if r["rate_mbit"] == rate and not r["tuning"] and r["label"] not in labels + ["ideal"]:
             labels.append(r["label"])
     for lab in labels:
-        print("| %d | %s | %s | %s | %s | %s |" % (rate, lab, med_of(rate, lab, "iter_s"),
-                                                  med_of(rate, lab, "step_median_s"),
-                                                  med_of(rate, lab, "cpu_s_per_iter"),
+        print("| %d | %s | %s | %s | %s | %s | %s |" % (rate, lab, med_of(rate, lab, "iter_s"),
+                                                       med_of(rate, lab, "step_median_s"),
+                                                       med_of(rate, lab, "cpu_s_per_iter"),
+                                                       med_of(rate, lab, "ps_cpu_s"),
                                              med_of(rate, lab, "wait_s_per_iter")))

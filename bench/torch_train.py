@@ -25,6 +25,30 @@ def build(name):
     return getattr(torchvision.models, name)(weights=None)
 
 
+def _thread_cpu():
+    """CPU seconds per thread of this process: {tid: (name, seconds)}."""
+    tick = os.sysconf("SC_CLK_TCK")
+    out = {}
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open("/proc/self/task/%s/stat" % tid) as f:
+                st = f.read()
+        except OSError:  # the thread ended meanwhile
+            continue
+        name = st[st.index("(") + 1:st.rindex(")")]
+        fields = st[st.rindex(")") + 2:].split()
+        out[tid] = (name, (int(fields[11]) + int(fields[12])) / tick)  # utime + stime
+    return out
+
+
+def _cpu_by_name(before, after, iters):
+    """Per thread name, CPU seconds per iteration between two _thread_cpu() samples."""
+    by = {}
+    for tid, (name, sec) in after.items():
+        by[name] = by.get(name, 0.0) + (sec - before.get(tid, (name, 0.0))[1]) / iters
+    return {k: round(v, 4) for k, v in sorted(by.items(), key=lambda kv: -kv[1]) if v > 0}
+
+
 def _waited(opt):
     return getattr(opt, "wait_s", 0.0)
 
@@ -88,6 +112,7 @@ def main():
         if i == a.warmup:
             sync()
             t0, cpu0, wait0 = time.perf_counter(), time.process_time(), _waited(opt)
+            threads0 = _thread_cpu()
         opt.zero_grad()
         loss_fn(net(x), y).backward()
         opt.step()
@@ -95,9 +120,12 @@ def main():
     sync()  # every pending update applied: the last iteration's communication counts
     per_iter = (time.perf_counter() - t0) / a.iters
     cpu_per_iter = (time.process_time() - cpu0) / a.iters  # PS threads included
+    # where that CPU goes: the trainer's main thread, libmercury-ps's (mps-*), gloo's, ...
+    cpu_by_thread = _cpu_by_name(threads0, _thread_cpu(), a.iters)
     steps = [b - b0 for b0, b in zip(stamps[a.warmup:], stamps[a.warmup + 1:])]
     res = {"rank": r, "mode": a.mode, "model": a.model, "batch": a.batch, "image": a.image,
            "iter_s": per_iter, "cpu_s_per_iter": cpu_per_iter, "iters": a.iters,
+           "cpu_by_thread": cpu_by_thread,
            # mercury.torch: blocked on aggregates (communication showing through); the rest
            # of an iteration is compute and the CPU the PS and the network stack take from it
            "wait_s_per_iter": ((_waited(opt) - wait0) / a.iters if a.mode != "ddp" else None),

@@ -131,6 +131,7 @@ int ps_drain_start(struct ps_node *n)
 		pthread_cond_destroy(&n->drain_cv);
 		return -EAGAIN;
 	}
+	pthread_setname_np(n->drainer, "mps-drain");
 	n->drainer_started = true;
 	return 0;
 }

@@ -159,6 +159,10 @@ static int conn_start(struct ps_conn *c)
 		pthread_join(c->rx, NULL);
 		return -EAGAIN;
 	}
+	/* named by what they carry, so top -H and a per-thread CPU count tell them apart
+	 * inside a trainer (15 characters at most) */
+	pthread_setname_np(c->rx, c->worker_side ? "mps-pull-rx" : "mps-push-rx");
+	pthread_setname_np(c->tx, c->worker_side ? "mps-push-tx" : "mps-pull-tx");
 	c->threads = true;
 	return 0;
 }
@@ -610,6 +614,7 @@ int ps_node_start(const struct ps_config *cfg, const uint64_t *params, int nlaye
 			r = -EAGAIN;
 			goto fail;
 		}
+		pthread_setname_np(n->acceptor, "mps-accept");
 		n->acceptor_started = true;
 	}
 	for (int s = 0; s < cfg->nodes && !r && ps_has_worker(n); s++)
