@@ -15,6 +15,8 @@ them. Each layer's gradient is pushed the moment autograd has produced all of it
 update of that layer is applied right before the layer's next forward pass, as soon as its
 aggregate (the mean over workers) has arrived, so the next iteration's forward pass starts
 while later layers are still on the wire (BytePS calls this crossing the global barrier).
+An update uses the optimizer's settings (lr, ...) as they were at its step(): an LR scheduler
+of the wrapped optimizer, stepped after opt.step(), acts as without Mercury.
 Updates still pending are applied before anything reads the parameters outside a forward
 pass: opt.synchronize() (also called by opt.state_dict(), model.state_dict(), model.eval()
 and at exit). Gradients seen between backward() and step() are this worker's own, not the
@@ -153,6 +155,8 @@ class DistributedOptimizer:
         self._pushed = set()          # layers pushed this iteration
         self._warned_unused = False
         self.wait_s = 0.0             # seconds blocked on aggregates so far (what shows through)
+        self._groups_shape, self._groups_of = None, {}  # per layer: its params per group
+        self._settings = {}  # iteration -> the groups' settings at its step()
         seen = set()
         self._owned = {}              # module -> its parameters (each parameter once)
         for m in model.modules():
@@ -210,6 +214,14 @@ class DistributedOptimizer:
                 self._push_layer(layer, missing_ok=True)
         self._pushed.clear()
         self._got.clear()
+        # Updates land later, but they belong to this step(): they use the settings (lr,
+        # momentum, ...) as they are now, so an LR scheduler stepped after opt.step() acts
+        # as it does without Mercury.
+        self._settings[self._iter] = [{k: v for k, v in g.items() if k != "params"}
+                                      for g in self._opt.param_groups]
+        live = set(self._pending.values())
+        for it in [it for it in self._settings if it not in live]:
+            del self._settings[it]
         self._iter += 1
         return None
 
@@ -334,6 +346,7 @@ class DistributedOptimizer:
                            if all(p.dtype == torch.float32 for p in self._owned[m]) else None
                            for n, m in zip(sizes, self._order)]
         self._flat = [None] * len(sizes)  # gather buffer, for grads that live elsewhere
+        self._view_cache = {}
 
     def _grads_at_home(self, layer, params):
         """Whether the layer's .grad are the views of its home array, in order."""
@@ -375,27 +388,33 @@ class DistributedOptimizer:
         self.wait_s += time.perf_counter() - t0
         buf.div_(size())
         params = self._owned[self._order[layer]]
-        ids = {id(p) for p in params}
-        self._point_grads(params, buf)
+        self._point_grads(params, self._views(layer, buf))
         with torch.no_grad():
-            self._with_params(lambda p: id(p) in ids, self._opt.step)
+            self._with_groups(self._layer_groups(layer), self._opt.step,
+                              self._settings.get(it))
         home = self._grad_home[layer]
         if home is None:
             for p in params:  # the next backward starts from nothing
                 p.grad = None
         else:  # ... in the layer's home array
             home.zero_()
-            self._point_grads(params, home)
+            self._point_grads(params, self._views(layer, home))
 
     def _with_params(self, keep, call):
         """Runs call() with the wrapped optimizer's groups narrowed to the parameters p
         for which keep(p) holds (each group's settings kept)."""
+        self._with_groups([(i, [p for p in g["params"] if keep(p)])
+                           for i, g in enumerate(self._opt.param_groups)], call)
+
+    def _with_groups(self, narrowed, call, settings=None):
+        """Runs call() with the optimizer's groups narrowed to [(group index, params)], with
+        the settings (lr, momentum, ...) of `settings` (a list per group) where given, else
+        as the groups have them now."""
         groups = self._opt.param_groups
         sub = []
-        for g in groups:
-            own = [p for p in g["params"] if keep(p)]
+        for i, own in narrowed:
             if own:
-                d = dict(g)
+                d = dict(settings[i] if settings and i < len(settings) else groups[i])
                 d["params"] = own
                 sub.append(d)
         self._opt.param_groups = sub
@@ -404,15 +423,39 @@ class DistributedOptimizer:
         finally:
             self._opt.param_groups = groups
 
+    def _layer_groups(self, layer):
+        """The layer's parameters per optimizer group, found once per group layout: a scan
+        of every parameter for every layer costs ~25 us a layer at 200 layers."""
+        groups = self._opt.param_groups
+        shape = tuple((id(g["params"]), len(g["params"])) for g in groups)
+        if self._groups_shape != shape:
+            self._groups_shape, self._groups_of = shape, {}
+        narrowed = self._groups_of.get(layer)
+        if narrowed is None:
+            ids = {id(p) for p in self._owned[self._order[layer]]}
+            narrowed = [(i, [p for p in g["params"] if id(p) in ids])
+                        for i, g in enumerate(groups)]
+            self._groups_of[layer] = narrowed
+        return narrowed
+
+    def _views(self, layer, flat):
+        """Per parameter of the layer, its slice of flat (the layer's pull buffer or gradient
+        home) shaped like it: made once, since both arrays live as long as the session."""
+        key = (layer, flat.data_ptr())
+        views = self._view_cache.get(key)
+        if views is None:
+            views, off = [], 0
+            for p in self._owned[self._order[layer]]:
+                views.append(flat[off:off + p.numel()].view_as(p))
+                off += p.numel()
+            self._view_cache[key] = views
+        return views
+
     @staticmethod
-    def _point_grads(params, flat):
-        """Each parameter's .grad becomes its slice of flat (no copy for float32)."""
-        off = 0
-        for p in params:
-            n = p.numel()
-            g = flat[off:off + n].view_as(p)
+    def _point_grads(params, views):
+        """Each parameter's .grad becomes its view (no copy for float32)."""
+        for p, g in zip(params, views):
             p.grad = g if p.dtype == torch.float32 else g.to(p.dtype)
-            off += n
 
 
 def profile_model(model, inputs, loss_fn, path, name="model", steps=5):

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Real PyTorch training through Mercury on a 2-node emulated cluster (namespaces, 100 Mbit/s
 # htb egress per node, mercuryd on every node), launched by torch.distributed.run: a small
-# CNN (32x32, 16 images per worker) trained in fifo, partition and mercury modes ends with
+# CNN (32x32, 16 images per worker, an LR scheduler stepped after every step, Adam with two
+# parameter groups) trained in fifo, partition and mercury modes ends with
 # the parameters of one process trained on the concatenated batches (and so does a mid-run
 # checkpoint), and its loss falls; mercury mode's bytes are tagged. Faults: a worker with
 # another model fails at HELLO on both nodes; a trainer killed mid-iteration gives the other

@@ -35,10 +35,17 @@ def batch(step, world, per_worker):
     return x, y
 
 
-def make_opt(name, params):
+def make_opt(name, model):
+    """The optimizer and an LR scheduler the loop steps after every opt.step(): updates that
+    land in the next forward pass must still use the lr of their own step. Adam with two
+    parameter groups (convolutions, the rest), each with its own lr."""
     if name == "adam":
-        return torch.optim.Adam(params, lr=1e-3)
-    return torch.optim.SGD(params, lr=0.05, momentum=0.9)
+        convs = [p for m in model.modules() if isinstance(m, nn.Conv2d) for p in m.parameters()]
+        rest = [p for p in model.parameters() if all(p is not c for c in convs)]
+        opt = torch.optim.Adam([{"params": convs, "lr": 2e-3}, {"params": rest}], lr=1e-3)
+    else:
+        opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    return opt, torch.optim.lr_scheduler.StepLR(opt, step_size=4, gamma=0.7)
 
 
 def main():
@@ -66,13 +73,14 @@ def main():
     loss_fn = nn.CrossEntropyLoss()
     losses = []
     if a.reference:
-        opt = make_opt(a.opt, model.parameters())
+        opt, sched = make_opt(a.opt, model)
         for step in range(a.steps):
             x, y = batch(step, a.world, a.per_worker)
             opt.zero_grad()
             loss = loss_fn(model(x), y)
             loss.backward()
             opt.step()
+            sched.step()
             losses.append(loss.item())
             if step + 1 == a.checkpoint_at:
                 torch.save(model.state_dict(), os.path.join(a.out, "reference_ckpt.pt"))
@@ -81,7 +89,8 @@ def main():
         return
     import mercury.torch as mt
     mt.init()
-    opt = mt.DistributedOptimizer(make_opt(a.opt, model.parameters()), model, mode=a.mode,
+    base, sched = make_opt(a.opt, model)  # torch's schedulers take the wrapped optimizer
+    opt = mt.DistributedOptimizer(base, model, mode=a.mode,
                                  part=a.part, credit=a.credit, timeout=a.timeout)
     if not a.no_broadcast:
         mt.broadcast_parameters(model.state_dict(), root_rank=0)
@@ -96,6 +105,7 @@ def main():
         loss = loss_fn(model(x), y)
         loss.backward()
         opt.step()
+        sched.step()
         losses.append(loss.item())
         with open(os.path.join(a.out, "progress%d" % r), "w") as f:
             f.write("%d\n" % (step + 1))
