@@ -47,7 +47,7 @@ import torch.distributed as dist
 from .ps import ParameterServer, start_server
 
 __all__ = ["init", "shutdown", "rank", "size", "local_rank", "DistributedOptimizer",
-           "broadcast_parameters", "profile_model"]
+           "broadcast_parameters", "broadcast_optimizer_state", "profile_model"]
 
 _state = {"rank": None, "size": None, "local_rank": 0, "hosts": None, "opts": [],
           "servers": "in-process"}
@@ -124,6 +124,20 @@ def broadcast_parameters(params, root_rank=0):
     for _, t in sorted(items, key=lambda kv: kv[0]):
         if torch.is_tensor(t):
             dist.broadcast(t.data if t.requires_grad else t, src=root_rank)
+
+
+def broadcast_optimizer_state(optimizer, root_rank=0):
+    """Every rank's optimizer gets root_rank's state and settings (momentum buffers, Adam's
+    moments and step counts, each group's lr, ...): after rank 0 alone has loaded a
+    checkpoint, with broadcast_parameters for the model. optimizer: a DistributedOptimizer
+    (its pending updates are applied first) or the torch.optim optimizer it wraps."""
+    if isinstance(optimizer, DistributedOptimizer):
+        optimizer.synchronize()
+        optimizer = optimizer._opt
+    box = [optimizer.state_dict() if dist.get_rank() == root_rank else None]
+    dist.broadcast_object_list(box, src=root_rank)
+    if dist.get_rank() != root_rank:
+        optimizer.load_state_dict(box[0])
 
 
 def _own_params(module):

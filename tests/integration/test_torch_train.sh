@@ -7,6 +7,8 @@
 # checkpoint), and its loss falls; mercury mode's bytes are tagged. Faults: a worker with
 # another model fails at HELLO on both nodes; a trainer killed mid-iteration gives the other
 # a clear error in bounded time; without mercuryd training runs untagged with one warning.
+# A run resumed from a checkpoint read on rank 0 alone (broadcast_optimizer_state) ends where
+# the reference does.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 [ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root"; exit 77; }
@@ -49,6 +51,18 @@ for cfg in "fifo sgd in-process" "partition sgd in-process" "mercury sgd process
 			"jq -e .tagged '$d/worker0.json' '$d/worker1.json' >/dev/null"
 	fi
 done
+# Resuming as users do: rank 0 alone reads the reference's mid-run checkpoint (model, Adam's
+# state, the scheduler), the other rank starts elsewhere; mt.broadcast_parameters and
+# mt.broadcast_optimizer_state make them one job that ends where the reference does.
+d=$work/resume
+mkdir -p "$d"
+cp "$work"/mercury-adam-in-process/reference* "$d"/
+run_torch "$d" "$train" --out "$d" --mode mercury --opt adam --resume
+rc=$?
+check "resumed on rank 0 alone: both trainers finished" "[ $rc -eq 0 ]" || cat "$d"/node*.log
+check "resumed on rank 0 alone: the broadcast state ends where the reference does" \
+	"py '$here/../torch/compare.py' '$d' 1e-5 --resumed"
+
 bands=$(cl_in 0 "$MERCURYD" --pin-root "$CL_PIN/n0" -j status e0 |
 	jq '[.interfaces[0].per_band[] | select(.bytes > 100000)] | length')
 check "mercury: the trainers' bytes spread over several bands ($bands)" "[ '${bands:-0}' -ge 2 ]"

@@ -4,6 +4,10 @@ reference), and saves the final parameters and the loss curve.
 
     python3 -m torch.distributed.run --nproc_per_node 2 ... train_check.py --out DIR --mode M
     python3 train_check.py --reference --world 2 --out DIR
+    ... train_check.py --out DIR --resume: rank 0 alone loads the reference's mid-run
+        checkpoint (model, optimizer, scheduler), the others start from other parameters and
+        an empty optimizer; broadcast_parameters and broadcast_optimizer_state make them
+        equal, and training from there must end where the reference does.
 """
 import argparse
 import json
@@ -63,6 +67,7 @@ def main():
     ap.add_argument("--no-broadcast", action="store_true")
     ap.add_argument("--timeout", type=float, default=60)
     ap.add_argument("--world", type=int, default=2)
+    ap.add_argument("--resume", action="store_true")
     a = ap.parse_args()
     torch.set_num_threads(1)
     rank_env = int(os.environ.get("RANK", "0"))
@@ -84,20 +89,39 @@ def main():
             losses.append(loss.item())
             if step + 1 == a.checkpoint_at:
                 torch.save(model.state_dict(), os.path.join(a.out, "reference_ckpt.pt"))
+                torch.save({"opt": opt.state_dict(), "sched": sched.state_dict()},
+                           os.path.join(a.out, "reference_opt_ckpt.pt"))
         torch.save(model.state_dict(), os.path.join(a.out, "reference.pt"))
         json.dump(losses, open(os.path.join(a.out, "reference_loss.json"), "w"))
         return
     import mercury.torch as mt
+    import torch.distributed as dist
     mt.init()
     base, sched = make_opt(a.opt, model)  # torch's schedulers take the wrapped optimizer
     opt = mt.DistributedOptimizer(base, model, mode=a.mode,
                                  part=a.part, credit=a.credit, timeout=a.timeout)
+    r = mt.rank()
+    first = 0
+    if a.resume:  # as users resume: the checkpoint is read on rank 0 only
+        first = a.checkpoint_at
+        box = [None]
+        if r == 0:
+            model.load_state_dict(torch.load(os.path.join(a.out, "reference_ckpt.pt")))
+            ck = torch.load(os.path.join(a.out, "reference_opt_ckpt.pt"))
+            base.load_state_dict(ck["opt"])
+            box = [ck["sched"]]
+        else:
+            with torch.no_grad():
+                for p in model.parameters():
+                    p.add_(1.0)
+        dist.broadcast_object_list(box, src=0)  # the scheduler is the user's own object
+        sched.load_state_dict(box[0])
+        mt.broadcast_optimizer_state(opt, root_rank=0)
     if not a.no_broadcast:
         mt.broadcast_parameters(model.state_dict(), root_rank=0)
-    r = mt.rank()
     with open(os.path.join(a.out, "pid%d" % r), "w") as f:
         f.write("%d\n" % os.getpid())
-    for step in range(a.steps):
+    for step in range(first, a.steps):
         x, y = batch(step, mt.size(), a.per_worker)
         x, y = x[r * a.per_worker:(r + 1) * a.per_worker], y[r * a.per_worker:(r + 1) * a.per_worker]
         # Both ways users zero gradients; neither may touch a gradient still being pushed.
@@ -109,7 +133,7 @@ def main():
         losses.append(loss.item())
         with open(os.path.join(a.out, "progress%d" % r), "w") as f:
             f.write("%d\n" % (step + 1))
-        if step + 1 == a.checkpoint_at and r == 0:  # mid-run: pending updates applied first
+        if step + 1 == a.checkpoint_at and r == 0 and not a.resume:  # mid-run: pending updates applied first
             torch.save(model.state_dict(), os.path.join(a.out, "worker_ckpt.pt"))
     sd = model.state_dict()
     torch.save(sd, os.path.join(a.out, "worker%d.pt" % r))
