@@ -40,6 +40,9 @@ enum mercury_ps_mode {
 };
 
 struct mercury_ps_options {
+	size_t sz; /* sizeof(struct mercury_ps_options) where the caller was built (set by
+		    * MERCURY_PS_OPTIONS_INIT): a caller built against an older, shorter layout
+		    * gets the defaults for the fields it does not know */
 	int rank, nodes;
 	const char *const *hosts;     /* nodes entries, "a.b.c.d:port": every node's server */
 	const uint64_t *layer_params; /* nlayers entries, forward order */
@@ -61,14 +64,16 @@ struct mercury_ps_options {
 
 #define MERCURY_PS_OPTIONS_INIT                                                                    \
 	{                                                                                          \
-		.conns = 16, .bands = 8, .part = 1000000, .credit = 4000000, .bound = 1000000,     \
-		.timeout_s = 60                                                                    \
+		.sz = sizeof(struct mercury_ps_options), .conns = 16, .bands = 8, .part = 1000000, \
+		.credit = 4000000, .bound = 1000000, .timeout_s = 60                               \
 	}
 
 struct mercury_ps;
 
 /* Listens on hosts[rank]'s port (unless external_servers), connects to every node's server,
- * returns once every server has all its workers (or after timeout_s with an error). */
+ * returns once every server has all its workers (or after timeout_s with an error).
+ * -EINVAL for options not made with MERCURY_PS_OPTIONS_INIT (sz 0); -E2BIG for options of a
+ * newer library that set a field this one does not have. */
 int mercury_ps_open(const struct mercury_ps_options *o, struct mercury_ps **out, char *err,
 		    size_t errlen);
 /* Layer's gradient of iteration iter (layer_params[layer] floats). Each layer once per

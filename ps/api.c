@@ -1,5 +1,6 @@
 /* libmercury-ps: the public worker API (include/mercury_ps.h) over one PS node. */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,40 @@ struct mercury_ps {
 	struct ps_node *node;
 	char *timeline; /* the caller's string may not outlive open */
 };
+
+/* The first layout with sz ends at colocated_tcp: nothing shorter was ever published. */
+#define OPTIONS_SZ_MIN                                                                             \
+	(offsetof(struct mercury_ps_options, colocated_tcp) +                                      \
+	 sizeof(((struct mercury_ps_options *)0)->colocated_tcp))
+
+/* The caller's options in this library's layout: unknown (older caller) fields defaulted, and
+ * a newer caller's fields beyond ours accepted only while they are zero (not asked for). */
+static int options_read(const struct mercury_ps_options *in, struct mercury_ps_options *o,
+			char *err, size_t errlen)
+{
+	const struct mercury_ps_options defaults = MERCURY_PS_OPTIONS_INIT;
+
+	if (!in || in->sz < OPTIONS_SZ_MIN) {
+		snprintf(
+		    err, errlen,
+		    "bad options: sz is %zu; start from MERCURY_PS_OPTIONS_INIT, which sets it",
+		    in ? in->sz : 0);
+		return -EINVAL;
+	}
+	for (size_t i = sizeof(*o); i < in->sz; i++) {
+		if (((const unsigned char *)in)[i]) {
+			snprintf(err, errlen,
+				 "options of a newer libmercury-ps (%zu bytes; this one knows %zu) "
+				 "set a field it does not have",
+				 in->sz, sizeof(*o));
+			return -E2BIG;
+		}
+	}
+	*o = defaults;
+	memcpy(o, in, in->sz < sizeof(*o) ? in->sz : sizeof(*o));
+	o->sz = sizeof(*o);
+	return 0;
+}
 
 static int options_to_config(const struct mercury_ps_options *o, struct ps_config *c, char *err,
 			     size_t errlen)
@@ -51,11 +86,16 @@ static int options_to_config(const struct mercury_ps_options *o, struct ps_confi
 API int mercury_ps_open(const struct mercury_ps_options *o, struct mercury_ps **out, char *err,
 			size_t errlen)
 {
+	struct mercury_ps_options opts;
 	struct ps_config c;
 	struct mercury_ps *ps;
 	int r;
 
 	*out = NULL;
+	r = options_read(o, &opts, err, errlen);
+	if (r)
+		return r;
+	o = &opts;
 	r = options_to_config(o, &c, err, errlen);
 	if (r)
 		return r;

@@ -29,7 +29,7 @@ _lib = _load_library("MERCURY_PS_LIB", "libmercury-ps.so", "libmercury-ps.so.1")
 
 
 class _Options(ctypes.Structure):
-    _fields_ = [("rank", ctypes.c_int), ("nodes", ctypes.c_int),
+    _fields_ = [("sz", ctypes.c_size_t), ("rank", ctypes.c_int), ("nodes", ctypes.c_int),
                 ("hosts", ctypes.POINTER(ctypes.c_char_p)),
                 ("layer_params", ctypes.POINTER(ctypes.c_uint64)), ("nlayers", ctypes.c_int),
                 ("mode", ctypes.c_int), ("conns", ctypes.c_int), ("bands", ctypes.c_int),
@@ -69,7 +69,7 @@ class ParameterServer:
         self.layer_params = list(layer_params)
         self._hosts = (ctypes.c_char_p * nodes)(*[h.encode() for h in hosts])
         self._params = (ctypes.c_uint64 * len(self.layer_params))(*self.layer_params)
-        opts = _Options(rank, nodes, self._hosts, self._params, len(self.layer_params),
+        opts = _Options(ctypes.sizeof(_Options), rank, nodes, self._hosts, self._params, len(self.layer_params),
                         MODES[mode], conns, bands, part, credit, bound, float(timeout),
                         timeline.encode() if timeline else None, int(external_servers),
                         int(colocated_tcp))

@@ -242,6 +242,36 @@ static void test_bad_options(void **state)
 	assert_non_null(strstr(err, "layer_params"));
 }
 
+/* Options carry their size: one not made with MERCURY_PS_OPTIONS_INIT is refused; a newer
+ * caller's longer options pass while their unknown tail is zero and fail when it asks for
+ * something (a set field) this library does not have. */
+static void test_options_size(void **state)
+{
+	struct {
+		struct mercury_ps_options o;
+		uint64_t newer_field;
+	} big = {.o = MERCURY_PS_OPTIONS_INIT};
+	struct mercury_ps_options zeroed;
+	struct mercury_ps *ps;
+	char err[256] = "";
+
+	(void)state;
+	memset(&zeroed, 0, sizeof(zeroed));
+	zeroed.nodes = 1;
+	assert_int_equal(mercury_ps_open(&zeroed, &ps, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "MERCURY_PS_OPTIONS_INIT"));
+
+	big.o.sz = sizeof(big);
+	big.o.nodes = 2; /* and no layers: past the size check, refused for what it lacks */
+	assert_int_equal(mercury_ps_open(&big.o, &ps, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "layer_params"));
+
+	big.newer_field = 1;
+	assert_int_equal(mercury_ps_open(&big.o, &ps, err, sizeof(err)), -E2BIG);
+	assert_null(ps);
+	assert_non_null(strstr(err, "newer libmercury-ps"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -250,6 +280,7 @@ int main(void)
 	    cmocka_unit_test(test_sums_with_servers_apart),
 	    cmocka_unit_test(test_other_model_fails_at_open),
 	    cmocka_unit_test(test_bad_options),
+	    cmocka_unit_test(test_options_size),
 	};
 
 	setenv("MERCURY_SOCKET", "/nonexistent/mercury.sock", 1); /* mercury mode: untagged */
