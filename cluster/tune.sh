@@ -11,11 +11,13 @@
 # Results: $OUT/<model>.<case>.jsonl, <model>.opcost.jsonl, <model>.varying.jsonl; tables by
 # cluster/tune_report.py into $OUT/tune.md.
 #
-# Cases: mxnet (MXNet placement at 10 GbE / SCALE), bal (compute scaled to comm = compute).
+# Cases: mxnet (MXNet placement at 10 GbE / SCALE), bal (compute scaled to comm = compute),
+# split (every array, and so every partition, sliced over all servers: bench.sh's second
+# table).
 # Sizes and credits are in the model's original parameters (divided by the shrink, as every
 # size in cluster/bench.sh).
 #
-# Usage: cluster/tune.sh [--models "vgg16 resnet50"] [--cases "mxnet bal"] [--iters N]
+# Usage: cluster/tune.sh [--models "vgg16 resnet50"] [--cases "mxnet bal split"] [--iters N]
 #        [--repeat N] [--top N] [--grid "P:C ..."] [--op-costs "0 50 200 1000"]
 #        [--op-cost-model M] [--varying M] [--out DIR] [--nodes N] [--scale S]
 set -uo pipefail
@@ -46,10 +48,13 @@ while [ $# -gt 0 ]; do
 	--out) OUT=$2; shift ;;
 	--nodes) NODES=$2; shift ;;
 	--scale) SCALE=$2; shift ;;
-	-h | --help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "tune: unknown option $1 (see --help)" >&2; exit 2 ;;
 	esac
 	shift
+done
+for c in $CASES; do
+	case $c in mxnet | bal | split) ;; *) echo "tune: unknown case $c (mxnet, bal, split)" >&2; exit 2 ;; esac
 done
 for v in ITERS REPEAT TOP NODES SCALE; do
 	[[ ${!v} =~ ^[1-9][0-9]*$ ]] || { echo "tune: --${v,,} takes a count >= 1" >&2; exit 2; }
@@ -70,8 +75,11 @@ args_of() {
 			--rate 10gbit | jq '.comm_only_s / .compute_only_s')
 		ts=$(echo "$ts * $f" | bc -l)
 	fi
-	echo --iters "$ITERS" --warmup 1 --shrink "$k" --time-scale "$ts"
+	echo --iters "$ITERS" --warmup 1 --shrink "$k" --time-scale "$ts" $(place_of "$case")
 }
+
+# place_of CASE: the placement flag of a case (the ideal's too).
+place_of() { [ "$1" = split ] && echo --split-all; true; }
 
 # part_args MODEL P C: partition sizes at the model's shrink.
 part_args() {
@@ -98,9 +106,10 @@ for model in $MODELS; do
 		: >"$f"
 		read -ra args <<<"$(args_of "$model" "$case")"
 		ts=${args[7]}
+		read -ra place <<<"$(place_of "$case")"
 		"$PS_BIN" ideal --profile "$CL_ROOT/models/$model.prof" --nodes "$NODES" \
-			--rate "${RATE}mbit" --shrink "$(shrink_of "$model")" --time-scale "$ts" |
-			jq -c '. + {label: "ideal", ok: true}' >>"$f"
+			--rate "${RATE}mbit" --shrink "$(shrink_of "$model")" --time-scale "$ts" \
+			"${place[@]}" | jq -c '. + {label: "ideal", ok: true}' >>"$f"
 		t0=$(date +%s)
 		REP=0
 		for pc in $GRID; do
@@ -113,7 +122,7 @@ for model in $MODELS; do
 			read -ra pa <<<"$(part_args "$model" "${pc%%:*}" "${pc##*:}")"
 			"$PS_BIN" ideal --profile "$CL_ROOT/models/$model.prof" --nodes "$NODES" \
 				--rate "${RATE}mbit" --shrink "$(shrink_of "$model")" --time-scale "$ts" \
-				--mode partition "${pa[@]}" | jq -c --arg l "ideal:$pc" '. + {label: $l, ok: true}' >>"$f"
+				"${place[@]}" --mode partition "${pa[@]}" | jq -c --arg l "ideal:$pc" '. + {label: $l, ok: true}' >>"$f"
 		done
 		for ((REP = 0; REP < REPEAT; REP++)); do
 			run_cell "$f" fifo "$model" fifo "${args[@]}"

@@ -10,7 +10,8 @@ import statistics
 import sys
 
 out = sys.argv[1]
-CASES = {"mxnet": "MXNet placement", "bal": "compute scaled to comm = compute"}
+CASES = {"mxnet": "MXNet placement", "bal": "compute scaled to comm = compute",
+         "split": "every array split over all servers"}
 
 
 def load(path):
