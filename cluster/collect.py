@@ -67,6 +67,8 @@ res = {
     "host_steal": round(stolen / (tot1 - tot0 + stolen), 3) if tot1 - tot0 + stolen > 0 else None,
     "ps_cpu_s": round(sum(x.get("cpu_s", 0) for x in nodes), 2),
     "tagged": all(x.get("tagged", False) for x in nodes),
+    "tags_fastpath": sum(x.get("tags_fastpath", 0) for x in nodes),
+    "tags_service": sum(x.get("tags_service", 0) for x in nodes),
     "tag_errors": sum(x.get("tag_errors", 0) for x in nodes),
     "split_sockets": sum(x.get("split_sockets", 0) for x in nodes),
     "part": nodes[0].get("part"), "credit": nodes[0].get("credit"),

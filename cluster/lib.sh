@@ -31,6 +31,19 @@ CL_STEAL_MAX=${STEAL_MAX:-0.05}
 CL_NODES=0
 CL_SHAPER=tc
 CL_PIDS=()
+# The tag fast path (mercuryd shaper): serve_start has node i's mercuryd attach it to a
+# cgroup v2 group of the node's own, and every PS or trainer process of node i runs in it,
+# so their tags are one setsockopt each instead of a round trip to `mercuryd serve` (the
+# path libmercury takes wherever it is attached). CL_FASTPATH=0: tags through the service.
+CL_FASTPATH=${CL_FASTPATH:-1}
+CL_CG="" # the cgroup v2 mount while the fast path is attached
+
+cl_cg() { echo "$CL_CG/${CL_PFX}n$1"; }
+# cl_exec_cg I: the command prefix that runs a command in node I's cgroup (none without the
+# fast path); an exec chain, so that $! of `nsenter ... $(cl_exec_cg I) cmd &` is cmd.
+cl_exec_cg() {
+	[ -n "$CL_CG" ] && printf '%s\n' sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$(cl_cg "$1")"
+}
 
 # Per-model shrink K (parameters / K, compute x S / K): keeps one emulated iteration near 2 s.
 shrink_of() {
@@ -50,7 +63,9 @@ cluster_down() {
 		[ "$CL_SHAPER" = mercuryd ] &&
 			cl_in "$i" "$MERCURYD" --pin-root "$CL_PIN/n$i" detach e0 >/dev/null 2>&1
 		ip netns del "$(cl_ns "$i")" 2>/dev/null
+		[ -n "$CL_CG" ] && rmdir "$(cl_cg "$i")" 2>/dev/null
 	done
+	CL_CG=""
 	ip netns del "${CL_PFX}sw" 2>/dev/null
 	rm -rf "$CL_PIN" "$CL_RUN" 2>/dev/null
 	CL_NODES=0
@@ -150,11 +165,36 @@ serve_start() {
 		CL_PIDS+=($!)
 	done
 	for ((i = 0; i < 50; i++)); do
-		[ -S "$CL_RUN/n$((CL_NODES - 1)).sock" ] && return 0
+		[ -S "$CL_RUN/n$((CL_NODES - 1)).sock" ] && break
 		sleep 0.1
 	done
-	echo "cluster: mercuryd serve did not come up (see $CL_RUN/serve*.log)" >&2
-	return 1
+	[ -S "$CL_RUN/n$((CL_NODES - 1)).sock" ] ||
+		{ echo "cluster: mercuryd serve did not come up (see $CL_RUN/serve*.log)" >&2; return 1; }
+	fastpath_start
+	return 0
+}
+
+# Attaches the tag fast path on every node (CL_FASTPATH=1, a cgroup v2 hierarchy mounted);
+# where it cannot, says why once and leaves tags to the service.
+fastpath_start() {
+	local i mnt err
+	[ "$CL_FASTPATH" = 1 ] && [ "$CL_SHAPER" = mercuryd ] || return 0
+	mnt=${MERCURY_CGROUP2:-$(awk '$3 == "cgroup2" { print $2; exit }' /proc/mounts)}
+	[ -n "$mnt" ] || { echo "cluster: no cgroup v2 mounted: tags go through mercuryd serve" >&2; return 0; }
+	CL_CG=$mnt
+	for ((i = 0; i < CL_NODES; i++)); do
+		if ! mkdir "$(cl_cg "$i")" 2>/dev/null ||
+			! err=$(cl_in "$i" "$MERCURYD" --pin-root "$CL_PIN/n$i" fastpath attach \
+				--cgroup "$(cl_cg "$i")" 2>&1); then
+			echo "cluster: no tag fast path on node $i (${err:-mkdir $(cl_cg "$i") failed}): tags go through mercuryd serve" >&2
+			for ((; i >= 0; i--)); do
+				cl_in "$i" "$MERCURYD" --pin-root "$CL_PIN/n$i" fastpath detach >/dev/null 2>&1
+				rmdir "$(cl_cg "$i")" 2>/dev/null
+			done
+			CL_CG=""
+			return 0
+		fi
+	done
 }
 
 # Kernel counters of node i: "OutSegs RetransSegs tx_bytes(e0)".
@@ -173,7 +213,7 @@ cpu_busy_jiffies() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8, $2 + $3 + $4 +
 # run_ps OUT_JSONL LABEL MODEL MODE [mercury-ps args...]: one run on every node; appends
 # one summary line (JSON) to OUT_JSONL.
 run_ps() {
-	local out=$1 label=$2 model=$3 mode=$4 i hosts="" t0 t1 cpu0 cpu1 rc=0
+	local out=$1 label=$2 model=$3 mode=$4 i hosts="" t0 t1 cpu0 cpu1 rc=0 cg=()
 	shift 4
 	for ((i = 0; i < CL_NODES; i++)); do hosts+="${hosts:+,}$(cl_ip "$i"):9555"; done
 	local tmp
@@ -187,7 +227,8 @@ run_ps() {
 	local pids=()
 	for ((i = 0; i < CL_NODES; i++)); do
 		# nsenter and env exec: $! is timeout(1), which passes a TERM on to the PS
-		nsenter --net=/var/run/netns/"$(cl_ns "$i")" env MERCURY_SOCKET="$CL_RUN/n$i.sock" \
+		mapfile -t cg < <(cl_exec_cg "$i")
+		nsenter --net=/var/run/netns/"$(cl_ns "$i")" "${cg[@]}" env MERCURY_SOCKET="$CL_RUN/n$i.sock" \
 			MERCURY_BANDS="$CL_BANDS" \
 			timeout 600 "$PS_BIN" run \
 			--profile "$CL_ROOT/models/$model.prof" --mode "$mode" --nodes "$CL_NODES" \
@@ -250,13 +291,14 @@ run_cell() {
 # trainer's stdout/stderr). Returns non-zero when any node's launcher does.
 CL_PY=${CL_PY:-/usr/bin/python3}
 run_torch() {
-	local dir=$1 script=$2 i rc=0 pids=()
+	local dir=$1 script=$2 i rc=0 pids=() cg=()
 	shift 2
 	mkdir -p "$dir"
 	for ((i = 0; i < CL_NODES; i++)); do
 		# Debian's torch 1.13 on Python 3.11 cannot parse the default --redirects; one
 		# thread per trainer: two of them share this machine's two cores.
-		nsenter --net=/var/run/netns/"$(cl_ns "$i")" env MERCURY_SOCKET="$CL_RUN/n$i.sock" \
+		mapfile -t cg < <(cl_exec_cg "$i")
+		nsenter --net=/var/run/netns/"$(cl_ns "$i")" "${cg[@]}" env MERCURY_SOCKET="$CL_RUN/n$i.sock" \
 			MERCURY_BANDS="$CL_BANDS" \
 			OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 GLOO_SOCKET_IFNAME=e0 ${CL_TORCH_ENV:-} \
 			timeout "${CL_TORCH_TIMEOUT:-300}" "$CL_PY" -m torch.distributed.run \

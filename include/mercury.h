@@ -128,6 +128,10 @@ ssize_t mercury_send_tensor(struct mercury_client *c, int fd, const void *buf, s
  * second). */
 void mercury_use_fastpath(struct mercury_client *c, int on);
 int mercury_fastpath_active(struct mercury_client *c);
+/* Tags (calls, batches count once) this client has made so far through the fast path and
+ * through the daemon's service: which path a job's tags really take. Either pointer may be
+ * NULL. */
+void mercury_tag_counts(struct mercury_client *c, uint64_t *fastpath, uint64_t *service);
 
 /* Bytes and packets the classifier put in each band for this socket (index = band). */
 struct mercury_socket_stats {

@@ -48,6 +48,7 @@ struct mercury_client {
 	 * extra try or one extra round trip. */
 	int fast_enabled;
 	long long fast_absent_until;
+	uint64_t tags_fast, tags_service; /* successful tags by path (atomic, relaxed) */
 };
 
 _Static_assert(MERCURY_MAX_BATCH == MW_MAX_BATCH, "batch limits differ");
@@ -467,6 +468,8 @@ static int tag(struct mercury_client *c, int fd, uint32_t job, uint64_t offset,
 	if (!t || n == 0 || n > MW_MAX_BATCH)
 		return -EINVAL;
 	r = fast_tag(c, fd, job, offset, t, n);
+	if (r == 0)
+		__atomic_fetch_add(&c->tags_fast, 1, __ATOMIC_RELAXED);
 	if (r != -ENOPROTOOPT && r != -EOPNOTSUPP)
 		return r;
 	memset(&f.tag, 0, sizeof(f.tag));
@@ -479,13 +482,24 @@ static int tag(struct mercury_client *c, int fd, uint32_t job, uint64_t offset,
 					    .dir = htole32(t[i].dir),
 					    .iteration = htole64(t[i].iteration)};
 	hdr_init(&f.tag.h, MW_TAG, len);
-	return request(c, &f, len, fd, &reply);
+	r = request(c, &f, len, fd, &reply);
+	if (r == 0)
+		__atomic_fetch_add(&c->tags_service, 1, __ATOMIC_RELAXED);
+	return r;
 }
 
 API void mercury_use_fastpath(struct mercury_client *c, int on)
 {
 	c->fast_enabled = on;
 	__atomic_store_n(&c->fast_absent_until, 0, __ATOMIC_RELAXED);
+}
+
+API void mercury_tag_counts(struct mercury_client *c, uint64_t *fastpath, uint64_t *service)
+{
+	if (fastpath)
+		*fastpath = __atomic_load_n(&c->tags_fast, __ATOMIC_RELAXED);
+	if (service)
+		*service = __atomic_load_n(&c->tags_service, __ATOMIC_RELAXED);
 }
 
 API int mercury_fastpath_active(struct mercury_client *c)

@@ -150,6 +150,8 @@ static void print_result(const struct ps_config *c, const struct ps_profile *p, 
 						   : c->conns < p->nlayers ? c->conns
 									   : p->nlayers));
 	add_bool(o, "tagged", r->tagged);
+	add_u64(o, "tags_fastpath", r->tags_fastpath);
+	add_u64(o, "tags_service", r->tags_service);
 	add_u64(o, "tag_errors", r->tag_errors);
 	add_u64(o, "split_sockets", r->split_sockets);
 	print_json(o);

@@ -640,6 +640,7 @@ int ps_node_stop(struct ps_node *n, struct ps_result *res, char *err, size_t err
 		res->mismatches = n->mismatches;
 		res->pulls_checked = n->pulls_checked;
 		res->tagged = n->tagger != NULL;
+		ps_tag_counts(n, &res->tags_fastpath, &res->tags_service);
 		res->tag_errors = atomic_load(&n->tag_errors);
 		res->max_inflight = n->max_inflight;
 		res->inflight_left = n->inflight;

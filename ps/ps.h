@@ -203,6 +203,8 @@ struct ps_result {
 	uint64_t pulls_checked;
 	double cpu_s;
 	bool tagged;		/* mercury mode: tags reached mercuryd */
+	uint64_t tags_fastpath; /* tags through mercuryd's fast path (one setsockopt) */
+	uint64_t tags_service;	/* tags through mercuryd's service (a round trip) */
 	uint64_t tag_errors;	/* tag calls that failed */
 	uint64_t split_sockets; /* mercury: sockets whose packets went to more than one band */
 	uint64_t max_inflight;	/* partition: most parameters ever in flight, push to pull */

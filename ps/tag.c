@@ -48,6 +48,14 @@ int ps_tag_open(struct ps_node *n)
 	return 0;
 }
 
+/* How many tags took mercuryd's fast path (one setsockopt each) and how many its service. */
+void ps_tag_counts(struct ps_node *n, uint64_t *fastpath, uint64_t *service)
+{
+	*fastpath = *service = 0;
+	if (n->tagger)
+		mercury_tag_counts(n->tagger, fastpath, service);
+}
+
 void ps_tag_close(struct ps_node *n)
 {
 	if (n->tagger)

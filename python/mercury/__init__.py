@@ -64,6 +64,8 @@ _lib.mercury_send_tensor.restype = ctypes.c_ssize_t
 _lib.mercury_set_reconnect_timeout.argtypes = [ctypes.c_void_p, ctypes.c_int]
 _lib.mercury_use_fastpath.argtypes = [ctypes.c_void_p, ctypes.c_int]
 _lib.mercury_fastpath_active.argtypes = [ctypes.c_void_p]
+_lib.mercury_tag_counts.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_uint64),
+                                    ctypes.POINTER(ctypes.c_uint64)]
 
 
 class MercuryError(OSError):
@@ -129,6 +131,12 @@ class Client:
     def fastpath_active(self):
         """True while tags go through the fast path (False: through the daemon)."""
         return bool(_lib.mercury_fastpath_active(self._c))
+
+    def tag_counts(self):
+        """(through the fast path, through the daemon): tags this client has made so far."""
+        fast, service = ctypes.c_uint64(), ctypes.c_uint64()
+        _lib.mercury_tag_counts(self._c, ctypes.byref(fast), ctypes.byref(service))
+        return fast.value, service.value
 
     def job_declare(self, job, n_layers, weight=1):
         _check(_lib.mercury_job_declare(self._c, job, n_layers, weight), "job_declare")

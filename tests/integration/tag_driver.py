@@ -55,6 +55,8 @@ def main():
                 print("ok " + " ".join("band%d=%d" % kv for kv in sorted(bands.items())), flush=True)
             elif words[0] == "fast":
                 print("ok %d" % m.fastpath_active(), flush=True)
+            elif words[0] == "counts":
+                print("ok %d %d" % m.tag_counts(), flush=True)
             elif words[0] == "quit":
                 break
             else:

@@ -68,6 +68,10 @@ check "status shows A's open iteration" \
 ask A "end 0"
 check "A ends iteration 0 ($reply)" test "$reply" = ok
 tag_lands A "A, iteration 1 now current" 1 1 0
+ask A counts
+check "A's 4 tags all took the fast path, none the service ($reply)" test "$reply" = "ok 4 0"
+ask B counts
+check "B's tag took the service ($reply)" test "$reply" = "ok 0 1"
 
 check "detach the last interface" mercuryd_s detach va
 check "the fast path left the cgroup" \

@@ -28,6 +28,10 @@ if [ "$shaper" = mercuryd ]; then
 		"grep '\"label\": \"mercury\"' '$out' | jq -e '(.split_sockets | type) == \"number\"' >/dev/null"
 	check "mercury: every node tagged through mercuryd" \
 		"grep '\"label\": \"mercury\"' '$out' | jq -e '.tagged and .tag_errors == 0' >/dev/null"
+	if [ -n "$CL_CG" ]; then
+		check "mercury: with the fast path attached to the nodes' cgroups, every tag took it" \
+			"grep '\"label\": \"mercury\"' '$out' | jq -e '.tags_fastpath > 0 and .tags_service == 0' >/dev/null"
+	fi
 	bands=$(cl_in 0 "$MERCURYD" --pin-root "$CL_PIN/n0" -j status e0 |
 		jq '[.interfaces[0].per_band[] | select(.bytes > 100000)] | length')
 	check "mercury: data spread over several bands ($bands)" "[ '${bands:-0}' -ge 2 ]"

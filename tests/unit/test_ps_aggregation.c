@@ -75,6 +75,11 @@ void ps_tag_unregister(struct ps_conn *c)
 {
 	(void)c;
 }
+void ps_tag_counts(struct ps_node *n, uint64_t *fastpath, uint64_t *service)
+{
+	(void)n;
+	*fastpath = *service = 0;
+}
 
 /* 1 (less than a chunk), 999, 1001 (one more than a chunk), 12345, and one array over the
  * split bound, so both placements and ragged tails are exercised. */
