@@ -22,14 +22,15 @@
 #        [--scale S] [--shaper mercuryd|tc] [--iters N] [--repeat N] [--no-split-all]
 #        [--no-balanced]
 #
-# partition runs here at ByteScheduler's defaults (P = 1M, C = 4M), untuned; the tuned
+# 8 measured iterations after 1 warm-up per run (--iters; the tables in cluster/RESULTS.md
+# up to 2026-12-03 used 4). partition runs here at ByteScheduler's defaults (P = 1M, C = 4M), untuned; the tuned
 # baseline, a (P, C) grid per model with its best cells re-run, is cluster/tune.sh.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 
 MODELS="vgg16 resnet50 alexnet inception3 bert_base"
-NODES=4 SCALE=25 ITERS=4 OUT=${OUT:-$CL_ROOT/build/bench-cluster}
+NODES=4 SCALE=25 ITERS=8 OUT=${OUT:-$CL_ROOT/build/bench-cluster}
 SHAPER=auto SPLIT=1 BALANCED=1 REPEAT=${REPEAT:-3}
 while [ $# -gt 0 ]; do
 	case $1 in
