@@ -122,24 +122,29 @@ static void add_tagged(const struct tagged_socket *t, void *arg)
 	if (!list || json_object_array_length(list) >= STATUS_MAX_LISTED)
 		return;
 	o = json_object_new_object();
-	json_object_object_add(o, "cookie", json_object_new_int64((int64_t)t->cookie));
-	json_object_object_add(o, "owner", json_object_new_int64((int64_t)t->owner));
+	json_object_object_add(o, "cookie", json_object_new_uint64(t->cookie));
+	json_object_object_add(o, "owner", json_object_new_uint64(t->owner));
+	if (t->owner & MERCURY_OWNER_FAST) /* tagged by this process through the fast path */
+		json_object_object_add(
+		    o, "fastpath_pid",
+		    json_object_new_int64((int64_t)(t->owner & ~MERCURY_OWNER_FAST)));
 	json_object_object_add(o, "ranges", json_object_new_int((int)t->ranges));
 	json_object_array_add(list, o);
 }
 
 /* Sockets holding tags, over every interface (the tag map is shared): 0 when there is no tag
- * map, -errno when the kernel refuses the iterator that lists them. */
-static int tagged_count(const struct cli_ctx *ctx, struct json_object *list)
+ * map, -errno when the kernel refuses both ways of listing them; *via: which way answered. */
+static int tagged_count(const struct cli_ctx *ctx, struct json_object *list, const char **via)
 {
 	char path[PATH_MAX];
 	int fd, n;
 
+	*via = NULL;
 	pins_path(path, sizeof(path), ctx->pin_root, NULL, "sock_tags");
 	fd = bpf_obj_get(path);
 	if (fd < 0)
 		return 0;
-	n = tagged_sockets_walk(fd, add_tagged, list);
+	n = tagged_sockets_walk(fd, add_tagged, list, via);
 	close(fd);
 	return n;
 }
@@ -251,11 +256,15 @@ int do_status(const struct cli_ctx *ctx, int argc, char **argv)
 	r = argc == 2 ? show_one(argv[1], &w) : iface_for_each(ctx->pin_root, show_one, &w);
 	if (ctx->json && r == 0) {
 		struct json_object *o = json_object_new_object(), *tagged = json_object_new_array();
-		int n = tagged_count(ctx, tagged);
+		const char *via;
+		int n = tagged_count(ctx, tagged, &via);
 
 		json_object_object_add(o, "pin_root", json_object_new_string(ctx->pin_root));
 		/* null, not 0, when they cannot be counted (a kernel refusing tracing programs) */
 		json_object_object_add(o, "tagged_sockets", n < 0 ? NULL : json_object_new_int(n));
+		/* "iterator": every namespace's sockets; "sock_diag": this namespace's TCP ones */
+		json_object_object_add(o, "tagged_sockets_via",
+				       n < 0 || !via ? NULL : json_object_new_string(via));
 		if (n < 0)
 			json_object_object_add(o, "tagged_sockets_error",
 					       json_object_new_string(strerror(-n)));
@@ -268,14 +277,19 @@ int do_status(const struct cli_ctx *ctx, int argc, char **argv)
 	} else if (r == 0 && w.n == 0) {
 		printf("no interface attached (pin root %s)\n", ctx->pin_root);
 	} else if (r == 0) {
-		int n = tagged_count(ctx, NULL);
+		const char *via;
+		int n = tagged_count(ctx, NULL, &via);
 
-		if (n >= 0)
+		if (n >= 0 && via && strcmp(via, "sock_diag") == 0)
+			printf(
+			    "sockets holding tags: %d (this network namespace's, via sock_diag)\n",
+			    n);
+		else if (n >= 0)
 			printf("sockets holding tags: %d\n", n);
 		else
 			printf(
-			    "sockets holding tags: unknown (the kernel refused the iterator that "
-			    "lists them: %s)\n",
+			    "sockets holding tags: unknown (the kernel refused both the iterator "
+			    "and sock_diag: %s)\n",
 			    strerror(-n));
 		print_jobs_and_fastpath(ctx);
 	}

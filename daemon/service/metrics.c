@@ -139,7 +139,7 @@ static void datapath_metrics(FILE *f, const char *root)
 	}
 	pins_path(path, sizeof(path), root, NULL, "sock_tags");
 	fd = bpf_obj_get(path);
-	n = fd >= 0 ? tagged_sockets_walk(fd, NULL, NULL) : 0;
+	n = fd >= 0 ? tagged_sockets_walk(fd, NULL, NULL, NULL) : 0;
 	if (fd >= 0)
 		close(fd);
 	if (n >= 0) { /* left out where the kernel refuses the iterator that counts them */

@@ -1,4 +1,5 @@
-/* Walks sock_tags with the iterator program (user space has no get_next_key for it). */
+/* Walks sock_tags with the iterator program (user space has no get_next_key for it), or
+ * with sock_diag where the kernel refuses the program. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -9,8 +10,8 @@
 #include "tagged_sockets.h"
 #include "sock_tags_iter.skel.h"
 
-int tagged_sockets_walk(int sock_tags_fd, void (*fn)(const struct tagged_socket *, void *),
-			void *arg)
+static int iterator_walk(int sock_tags_fd, void (*fn)(const struct tagged_socket *, void *),
+			 void *arg)
 {
 	DECLARE_LIBBPF_OPTS(bpf_iter_attach_opts, opts);
 	union bpf_iter_link_info info = {.map.map_fd = (__u32)sock_tags_fd};
@@ -56,4 +57,19 @@ out:
 	bpf_link__destroy(link);
 	sock_tags_iter_bpf__destroy(skel);
 	return r;
+}
+
+int tagged_sockets_walk(int sock_tags_fd, void (*fn)(const struct tagged_socket *, void *),
+			void *arg, const char **via)
+{
+	int r = iterator_walk(sock_tags_fd, fn, arg);
+
+	if (via)
+		*via = "iterator";
+	/* A refused load or attach calls fn for nothing, so the other walk cannot double up. */
+	if (r >= 0)
+		return r;
+	if (via)
+		*via = "sock_diag";
+	return tagged_sockets_diag(sock_tags_fd, fn, arg);
 }

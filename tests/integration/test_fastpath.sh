@@ -40,7 +40,8 @@ check "service is up" start_serve "$sock" "$tmp/serve.log"
 # A: moved into the cgroup before it opens sockets (a socket belongs to its creator's cgroup).
 start_driver A 5
 check "client A declared its job ($reply)" test "$reply" = "ok ready"
-echo "$(driver_pid)" >"$cg/cgroup.procs"
+a_pid=$(driver_pid)
+echo "$a_pid" >"$cg/cgroup.procs"
 # B: stays outside.
 start_driver B 6
 check "client B declared its job ($reply)" test "$reply" = "ok ready"
@@ -57,6 +58,8 @@ tag_lands A "A, layer 6 of 6" 6 0 5
 tag_lands A "A, iteration 1 ahead" 1 1 6
 
 json=$(mercuryd_s -j status)
+check "status lists A's sockets, tagged by its pid through the fast path ($(echo "$json" | jq -c '[.tagged_sockets, .tagged_sockets_via]'))" \
+	test "$(echo "$json" | jq --argjson p "$a_pid" '[.tagged[] | select(.fastpath_pid == $p)] | length')" -ge 1
 check "status shows the fast path on $cg" \
 	test "$(echo "$json" | jq -r '.fastpath.cgroup')" = "$cg"
 check "status shows both jobs" test "$(echo "$json" | jq '.jobs | length')" -eq 2
