@@ -112,6 +112,7 @@ def main():
         if i == a.warmup:
             sync()
             t0, cpu0, wait0 = time.perf_counter(), time.process_time(), _waited(opt)
+            main0 = time.thread_time()
             threads0 = _thread_cpu()
         opt.zero_grad()
         loss_fn(net(x), y).backward()
@@ -120,12 +121,13 @@ def main():
     sync()  # every pending update applied: the last iteration's communication counts
     per_iter = (time.perf_counter() - t0) / a.iters
     cpu_per_iter = (time.process_time() - cpu0) / a.iters  # PS threads included
+    main_per_iter = (time.thread_time() - main0) / a.iters  # autograd, hooks, optimizer
     # where that CPU goes: the trainer's main thread, libmercury-ps's (mps-*), gloo's, ...
     cpu_by_thread = _cpu_by_name(threads0, _thread_cpu(), a.iters)
     steps = [b - b0 for b0, b in zip(stamps[a.warmup:], stamps[a.warmup + 1:])]
     res = {"rank": r, "mode": a.mode, "model": a.model, "batch": a.batch, "image": a.image,
            "iter_s": per_iter, "cpu_s_per_iter": cpu_per_iter, "iters": a.iters,
-           "cpu_by_thread": cpu_by_thread,
+           "cpu_by_thread": cpu_by_thread, "main_thread_cpu_s_per_iter": main_per_iter,
            # mercury.torch: blocked on aggregates (communication showing through); the rest
            # of an iteration is compute and the CPU the PS and the network stack take from it
            "wait_s_per_iter": ((_waited(opt) - wait0) / a.iters if a.mode != "ddp" else None),
