@@ -225,6 +225,8 @@ class DistributedOptimizer:
             self._open()
         for layer in range(len(self._order)):
             if layer not in self._pushed:
+                if layer in self._pending:  # this forward pass skipped it: its update is owed
+                    self._apply(layer)
                 self._push_layer(layer, missing_ok=True)
         self._pushed.clear()
         self._got.clear()

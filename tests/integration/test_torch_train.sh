@@ -23,6 +23,16 @@ trap 'rm -rf "$work"; cluster_down' EXIT
 train=$CL_ROOT/tests/torch/train_check.py
 py() { OPENBLAS_NUM_THREADS=1 /usr/bin/python3 "$@"; }
 
+# One worker on loopback, no cluster: a layer that a conditional branch skips in some
+# iterations still gets every update, in order (its owed update is applied at the step()
+# that finds it skipped), so the parameters end where plain PyTorch puts them.
+OPENBLAS_NUM_THREADS=1 timeout 120 /usr/bin/python3 -m torch.distributed.run --standalone \
+	--nproc_per_node 1 --redirects 1 --tee 1 --log_dir "$work/unused" \
+	"$here/../torch/unused_layer_check.py" >"$work/unused.log" 2>&1
+rc=$?
+check "a layer skipped by some forward passes: parameters as plain PyTorch's ($(grep -o 'max abs.*' "$work/unused.log"))" \
+	"[ $rc -eq 0 ]" || tail -n 5 "$work/unused.log"
+
 cluster_up 2 100 mercuryd || { echo "FAIL: cluster setup"; exit 1; }
 serve_start || { echo "FAIL: mercuryd serve"; exit 1; }
 
