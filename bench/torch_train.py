@@ -138,7 +138,8 @@ def main():
            "credit": a.credit if a.mode == "partition" else None,
            "conns": a.conns or None,
            "colocated_tcp": a.colocated_tcp if a.mode != "ddp" else None,
-           "tagged": bool(getattr(opt, "tagged", False))}
+           "tagged": bool(getattr(opt, "tagged", False)),
+           "tag_counts": list(getattr(opt, "tag_counts", (0, 0)))}
     with open(os.path.join(a.out, "rank%d.json" % r), "w") as f:
         json.dump(res, f)
     if a.mode == "ddp":

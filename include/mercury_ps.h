@@ -96,6 +96,9 @@ const char *mercury_ps_error(struct mercury_ps *ps);
 int mercury_ps_close(struct mercury_ps *ps, char *err, size_t errlen);
 /* Tagged in mercury mode (mercuryd answered). */
 int mercury_ps_tagged(struct mercury_ps *ps);
+/* Tags made so far through mercuryd's fast path and through its service (mercury mode; 0 and
+ * 0 untagged). Either pointer may be NULL. */
+void mercury_ps_tag_counts(struct mercury_ps *ps, uint64_t *fastpath, uint64_t *service);
 
 #ifdef __cplusplus
 }

@@ -146,6 +146,17 @@ API int mercury_ps_tagged(struct mercury_ps *ps)
 	return ps_node_tagged(ps->node);
 }
 
+API void mercury_ps_tag_counts(struct mercury_ps *ps, uint64_t *fastpath, uint64_t *service)
+{
+	uint64_t f, s;
+
+	ps_tag_counts(ps->node, &f, &s);
+	if (fastpath)
+		*fastpath = f;
+	if (service)
+		*service = s;
+}
+
 API int mercury_ps_close(struct mercury_ps *ps, char *err, size_t errlen)
 {
 	int r = 0, rs;

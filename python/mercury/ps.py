@@ -49,6 +49,8 @@ _lib.mercury_ps_wait_pull.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_ui
 _lib.mercury_ps_error.argtypes = [ctypes.c_void_p]
 _lib.mercury_ps_error.restype = ctypes.c_char_p
 _lib.mercury_ps_tagged.argtypes = [ctypes.c_void_p]
+_lib.mercury_ps_tag_counts.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_uint64),
+                                       ctypes.POINTER(ctypes.c_uint64)]
 _lib.mercury_ps_close.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t]
 
 
@@ -103,6 +105,14 @@ class ParameterServer:
     def tagged(self):
         """True when mercury mode's tags reach mercuryd."""
         return bool(self._ps) and bool(_lib.mercury_ps_tagged(self._ps))
+
+    def tag_counts(self):
+        """(through mercuryd's fast path, through its service): tags made so far."""
+        if not self._ps:
+            return 0, 0
+        fast, service = ctypes.c_uint64(), ctypes.c_uint64()
+        _lib.mercury_ps_tag_counts(self._ps, ctypes.byref(fast), ctypes.byref(service))
+        return fast.value, service.value
 
     def close(self):
         """Waits for every worker to finish (this node serves them), then frees."""

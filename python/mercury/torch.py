@@ -258,6 +258,11 @@ class DistributedOptimizer:
     def tagged(self):
         return self._ps is not None and self._ps.tagged
 
+    @property
+    def tag_counts(self):
+        """(through mercuryd's fast path, through its service): this worker's tags so far."""
+        return self._ps.tag_counts() if self._ps is not None else (0, 0)
+
     def close(self):
         if self._ps is None:
             return

@@ -59,6 +59,8 @@ for cfg in "fifo sgd in-process" "partition sgd in-process" "mercury sgd process
 	if [ "$1" = mercury ]; then
 		check "$1 $2: every trainer tagged through mercuryd" \
 			"jq -e .tagged '$d/worker0.json' '$d/worker1.json' >/dev/null"
+		[ -n "$CL_CG" ] && check "$1 $2: every tag took the fast path of the trainer's node" \
+			"jq -e '.tag_counts[0] > 0 and .tag_counts[1] == 0' '$d/worker0.json' '$d/worker1.json' >/dev/null"
 	fi
 done
 # Resuming as users do: rank 0 alone reads the reference's mid-run checkpoint (model, Adam's

@@ -137,7 +137,7 @@ def main():
             torch.save(model.state_dict(), os.path.join(a.out, "worker_ckpt.pt"))
     sd = model.state_dict()
     torch.save(sd, os.path.join(a.out, "worker%d.pt" % r))
-    json.dump({"loss": losses, "tagged": opt.tagged},
+    json.dump({"loss": losses, "tagged": opt.tagged, "tag_counts": opt.tag_counts},
               open(os.path.join(a.out, "worker%d.json" % r), "w"))
     mt.shutdown()
 
