@@ -41,6 +41,18 @@ def _thread_cpu():
     return out
 
 
+def _switches():
+    """Context switches of every thread of this process so far (voluntary + involuntary)."""
+    n = 0
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open("/proc/self/task/%s/status" % tid) as f:
+                n += sum(int(line.split()[1]) for line in f if "ctxt_switches" in line)
+        except OSError:
+            continue
+    return n
+
+
 def _cpu_by_name(before, after, iters):
     """Per thread name, CPU seconds per iteration between two _thread_cpu() samples."""
     by = {}
@@ -113,7 +125,7 @@ def main():
             sync()
             t0, cpu0, wait0 = time.perf_counter(), time.process_time(), _waited(opt)
             main0 = time.thread_time()
-            threads0 = _thread_cpu()
+            threads0, switches0 = _thread_cpu(), _switches()
         opt.zero_grad()
         loss_fn(net(x), y).backward()
         opt.step()
@@ -124,10 +136,12 @@ def main():
     main_per_iter = (time.thread_time() - main0) / a.iters  # autograd, hooks, optimizer
     # where that CPU goes: the trainer's main thread, libmercury-ps's (mps-*), gloo's, ...
     cpu_by_thread = _cpu_by_name(threads0, _thread_cpu(), a.iters)
+    switches = (_switches() - switches0) / a.iters
     steps = [b - b0 for b0, b in zip(stamps[a.warmup:], stamps[a.warmup + 1:])]
     res = {"rank": r, "mode": a.mode, "model": a.model, "batch": a.batch, "image": a.image,
            "iter_s": per_iter, "cpu_s_per_iter": cpu_per_iter, "iters": a.iters,
            "cpu_by_thread": cpu_by_thread, "main_thread_cpu_s_per_iter": main_per_iter,
+           "switches_per_iter": switches,
            # mercury.torch: blocked on aggregates (communication showing through); the rest
            # of an iteration is compute and the CPU the PS and the network stack take from it
            "wait_s_per_iter": ((_waited(opt) - wait0) / a.iters if a.mode != "ddp" else None),
