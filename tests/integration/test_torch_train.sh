@@ -26,8 +26,12 @@ py() { OPENBLAS_NUM_THREADS=1 /usr/bin/python3 "$@"; }
 # One worker on loopback, no cluster: a layer that a conditional branch skips in some
 # iterations still gets every update, in order (its owed update is applied at the step()
 # that finds it skipped), so the parameters end where plain PyTorch puts them.
-OPENBLAS_NUM_THREADS=1 timeout 120 /usr/bin/python3 -m torch.distributed.run --standalone \
-	--nproc_per_node 1 --redirects 1 --tee 1 --log_dir "$work/unused" \
+# A static rendezvous on 127.0.0.1 and gloo on lo: a bare root may resolve neither
+# "localhost" (--standalone's endpoint) nor its own host name.
+port=$(/usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+OPENBLAS_NUM_THREADS=1 GLOO_SOCKET_IFNAME=lo timeout 120 /usr/bin/python3 -m torch.distributed.run \
+	--nnodes 1 --node_rank 0 --nproc_per_node 1 --master_addr 127.0.0.1 --master_port "$port" \
+	--redirects 1 --tee 1 --log_dir "$work/unused" \
 	"$here/../torch/unused_layer_check.py" >"$work/unused.log" 2>&1
 rc=$?
 check "a layer skipped by some forward passes: parameters as plain PyTorch's ($(grep -o 'max abs.*' "$work/unused.log"))" \

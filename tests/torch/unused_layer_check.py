@@ -1,7 +1,7 @@
 """A layer the forward pass skips in some iterations (a conditional branch): through
-mercury.torch, one worker (under torch.distributed.run, WORLD_SIZE=1), the parameters must
-end where plain PyTorch puts them with the same optimizer, data and skips. Exit status 0 when
-they do; prints the largest difference."""
+mercury.torch, one worker (under torch.distributed.run, WORLD_SIZE=1; test_torch_train runs
+it on 127.0.0.1), the parameters must end where plain PyTorch puts them with the same
+optimizer, data and skips. Exit status 0 when they do; prints the largest difference."""
 import os
 import sys
 
