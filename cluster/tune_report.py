@@ -87,7 +87,8 @@ for path in sorted(glob.glob(os.path.join(out, "*.jsonl"))):
         vs_m = f"{m / mm:.3f}" if mm and not name.startswith("mercury") else ""
         print(f"| {name} | {len(xs)} | {m:.3f} | {span(xs)} | {vs_f} | {vs_m} |")
     if ideal and mf and mm:
-        print(f"| ideal (computed, MXNet placement) | | {ideal:.3f} | | {mf / ideal:.2f}x | "
+        place = "every array split" if case == "split" else "MXNet placement"
+        print(f"| ideal (computed, {place}) | | {ideal:.3f} | | {mf / ideal:.2f}x | "
               f"{ideal / mm:.3f} |")
     for r in rows:  # the bound under a partition cell's own placement
         if r.get("label", "").startswith("ideal:") and mf and mm:
