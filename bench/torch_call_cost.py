@@ -8,8 +8,10 @@ against a plain forward pass plus one whole optimizer step: the differences per 
 integration's start-up cost of one push op and of one update, the real-run point on the axis
 of `mercury-ps --op-cost` (cluster/tune.sh --op-costs). Medians of ROUNDS.
 
-Run under torch's launcher (it sets the environment mt.init reads):
-  python3 -m torch.distributed.run --standalone --nproc_per_node 1 bench/torch_call_cost.py
+Run under torch's launcher (it sets the environment mt.init reads); --standalone needs a
+resolvable "localhost", this form does not:
+  GLOO_SOCKET_IFNAME=lo python3 -m torch.distributed.run --nnodes 1 --nproc_per_node 1 \
+      --master_addr 127.0.0.1 --master_port 29561 bench/torch_call_cost.py
 Prints one JSON line.
 """
 import json
