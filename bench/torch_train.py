@@ -25,39 +25,29 @@ def build(name):
     return getattr(torchvision.models, name)(weights=None)
 
 
-def _thread_cpu():
-    """CPU seconds per thread of this process: {tid: (name, seconds)}."""
+def _threads():
+    """Per thread of this process: {tid: (name, CPU seconds, context switches)}."""
     tick = os.sysconf("SC_CLK_TCK")
     out = {}
     for tid in os.listdir("/proc/self/task"):
         try:
             with open("/proc/self/task/%s/stat" % tid) as f:
                 st = f.read()
+            with open("/proc/self/task/%s/status" % tid) as f:
+                switches = sum(int(line.split()[1]) for line in f if "ctxt_switches" in line)
         except OSError:  # the thread ended meanwhile
             continue
         name = st[st.index("(") + 1:st.rindex(")")]
         fields = st[st.rindex(")") + 2:].split()
-        out[tid] = (name, (int(fields[11]) + int(fields[12])) / tick)  # utime + stime
+        out[tid] = (name, (int(fields[11]) + int(fields[12])) / tick, switches)  # utime + stime
     return out
 
 
-def _switches():
-    """Context switches of every thread of this process so far (voluntary + involuntary)."""
-    n = 0
-    for tid in os.listdir("/proc/self/task"):
-        try:
-            with open("/proc/self/task/%s/status" % tid) as f:
-                n += sum(int(line.split()[1]) for line in f if "ctxt_switches" in line)
-        except OSError:
-            continue
-    return n
-
-
 def _cpu_by_name(before, after, iters):
-    """Per thread name, CPU seconds per iteration between two _thread_cpu() samples."""
+    """Per thread name, CPU seconds per iteration between two _threads() samples."""
     by = {}
-    for tid, (name, sec) in after.items():
-        by[name] = by.get(name, 0.0) + (sec - before.get(tid, (name, 0.0))[1]) / iters
+    for tid, (name, sec, _) in after.items():
+        by[name] = by.get(name, 0.0) + (sec - before.get(tid, (name, 0.0, 0))[1]) / iters
     return {k: round(v, 4) for k, v in sorted(by.items(), key=lambda kv: -kv[1]) if v > 0}
 
 
@@ -125,7 +115,7 @@ def main():
             sync()
             t0, cpu0, wait0 = time.perf_counter(), time.process_time(), _waited(opt)
             main0 = time.thread_time()
-            threads0, switches0 = _thread_cpu(), _switches()
+            threads0 = _threads()
         opt.zero_grad()
         loss_fn(net(x), y).backward()
         opt.step()
@@ -135,8 +125,10 @@ def main():
     cpu_per_iter = (time.process_time() - cpu0) / a.iters  # PS threads included
     main_per_iter = (time.thread_time() - main0) / a.iters  # autograd, hooks, optimizer
     # where that CPU goes: the trainer's main thread, libmercury-ps's (mps-*), gloo's, ...
-    cpu_by_thread = _cpu_by_name(threads0, _thread_cpu(), a.iters)
-    switches = (_switches() - switches0) / a.iters
+    threads1 = _threads()
+    cpu_by_thread = _cpu_by_name(threads0, threads1, a.iters)
+    switches = (sum(t[2] for t in threads1.values()) -
+                sum(t[2] for t in threads0.values())) / a.iters
     steps = [b - b0 for b0, b in zip(stamps[a.warmup:], stamps[a.warmup + 1:])]
     res = {"rank": r, "mode": a.mode, "model": a.model, "batch": a.batch, "image": a.image,
            "iter_s": per_iter, "cpu_s_per_iter": cpu_per_iter, "iters": a.iters,

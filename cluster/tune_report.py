@@ -87,7 +87,7 @@ for path in sorted(glob.glob(os.path.join(out, "*.jsonl"))):
         vs_m = f"{m / mm:.3f}" if mm and not name.startswith("mercury") else ""
         print(f"| {name} | {len(xs)} | {m:.3f} | {span(xs)} | {vs_f} | {vs_m} |")
     if ideal and mf and mm:
-        place = "every array split" if case == "split" else "MXNet placement"
+        place = CASES["split" if case == "split" else "mxnet"]  # bal: MXNet's, compute scaled
         print(f"| ideal (computed, {place}) | | {ideal:.3f} | | {mf / ideal:.2f}x | "
               f"{ideal / mm:.3f} |")
     for r in rows:  # the bound under a partition cell's own placement

@@ -148,13 +148,7 @@ API int mercury_ps_tagged(struct mercury_ps *ps)
 
 API void mercury_ps_tag_counts(struct mercury_ps *ps, uint64_t *fastpath, uint64_t *service)
 {
-	uint64_t f, s;
-
-	ps_tag_counts(ps->node, &f, &s);
-	if (fastpath)
-		*fastpath = f;
-	if (service)
-		*service = s;
+	ps_tag_counts(ps->node, fastpath, service);
 }
 
 API int mercury_ps_close(struct mercury_ps *ps, char *err, size_t errlen)

@@ -48,12 +48,18 @@ int ps_tag_open(struct ps_node *n)
 	return 0;
 }
 
-/* How many tags took mercuryd's fast path (one setsockopt each) and how many its service. */
+/* How many tags took mercuryd's fast path (one setsockopt each) and how many its service;
+ * either pointer may be NULL. */
 void ps_tag_counts(struct ps_node *n, uint64_t *fastpath, uint64_t *service)
 {
-	*fastpath = *service = 0;
-	if (n->tagger)
+	uint64_t none = 0;
+
+	if (n->tagger) {
 		mercury_tag_counts(n->tagger, fastpath, service);
+		return;
+	}
+	*(fastpath ? fastpath : &none) = 0;
+	*(service ? service : &none) = 0;
 }
 
 void ps_tag_close(struct ps_node *n)

@@ -71,8 +71,8 @@ class ParameterServer:
         self.layer_params = list(layer_params)
         self._hosts = (ctypes.c_char_p * nodes)(*[h.encode() for h in hosts])
         self._params = (ctypes.c_uint64 * len(self.layer_params))(*self.layer_params)
-        opts = _Options(ctypes.sizeof(_Options), rank, nodes, self._hosts, self._params, len(self.layer_params),
-                        MODES[mode], conns, bands, part, credit, bound, float(timeout),
+        opts = _Options(ctypes.sizeof(_Options), rank, nodes, self._hosts, self._params,
+                        len(self.layer_params), MODES[mode], conns, bands, part, credit, bound, float(timeout),
                         timeline.encode() if timeline else None, int(external_servers),
                         int(colocated_tcp))
         self._ps = ctypes.c_void_p()
