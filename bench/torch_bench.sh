@@ -7,6 +7,8 @@
 # (part, credit) and DDP's best bucket_cap_mb, then REPEAT rounds run every mode in turn.
 # Prints one JSON line per run and a table of medians.
 #   MODEL=resnet18 BATCH=8 IMAGE=224 RATES="100 200 400 800" REPEAT=3 ITERS=8 WARMUP=2
+#   A rate "equal" is the one where the model's communication alone (mercury-ps ideal's
+#   comm_only_s) takes as long as its compute measured here, whatever this machine's speed.
 #   MALLOC_TUNED=1: every trainer, DDP's too, keeps freed memory in glibc's heap instead of
 #   unmapping big blocks (MALLOC_MMAP_THRESHOLD_ / MALLOC_TRIM_THRESHOLD_ 1 GiB): on this VM
 #   the page faults of re-mapping them cost resnet18 b8 ~25 % of a step (21k faults a step,
@@ -37,6 +39,14 @@ OPENBLAS_NUM_THREADS=1 /usr/bin/python3 "$trainer" --model "$MODEL" --batch "$BA
 compute=$(awk '/^layer/ { t += $4 + $5 } END { printf "%.3f", t }' "$prof")
 params=$(awk '/^layer/ { p += $3 } END { print p }' "$prof")
 echo "bench-torch: $MODEL ${IMAGE}x$IMAGE batch $BATCH: $params parameters ($((params * 4 / 1000000)) MB of gradients), compute $compute s a step on one thread here"
+# mercury.torch's placement (every PS mode alike), for the ideal bound of the same layout
+PLACEMENT=$(/usr/bin/python3 -c 'import sys; sys.path.insert(0, sys.argv[1]); import mercury.torch as mt; print(mt.DEFAULT_PLACEMENT)' "$CL_ROOT/python")
+comm_1g=$("$CL_ROOT/build/mercury-ps" ideal --profile "$prof" --nodes 2 --rate 1000mbit \
+	--placement "$PLACEMENT" | jq .comm_only_s)
+RATES=$(for r in $RATES; do
+	if [ "$r" = equal ]; then awk -v c="$comm_1g" -v t="$compute" 'BEGIN { printf "%d ", 1000 * c / t + 0.5 }'; else printf '%s ' "$r"; fi
+done)
+echo "bench-torch: rates $RATES(Mbit/s; communication alone at 1 Gbit/s: $comm_1g s)"
 
 # one RATE LABEL MODE [trainer args...]: one run, one JSON line (the slower rank's time).
 one() {
@@ -63,7 +73,8 @@ best_of() { # FILE: label of the fastest line
 for rate in $RATES; do
 	cluster_up 2 "$rate" mercuryd || exit 1
 	serve_start || exit 1
-	ideal=$("$CL_ROOT/build/mercury-ps" ideal --profile "$prof" --nodes 2 --rate "${rate}mbit" | jq .iter_s)
+	ideal=$("$CL_ROOT/build/mercury-ps" ideal --profile "$prof" --nodes 2 --rate "${rate}mbit" \
+		--placement "$PLACEMENT" | jq .iter_s)
 	echo "{\"label\":\"ideal\",\"rate_mbit\":$rate,\"iter_s\":$ideal,\"mode\":\"ideal\"}" | tee -a "$OUT"
 	: >"$work/tune_p" && : >"$work/tune_d"
 	for cell in $PART_GRID; do

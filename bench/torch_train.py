@@ -68,6 +68,9 @@ def main():
                     help="mercury.torch: own server's share over loopback TCP, not memory")
     ap.add_argument("--conns", type=int, default=0,
                     help="mercury: connections per worker-server pair (0: mercury.torch's)")
+    ap.add_argument("--placement", default="", choices=["", "hash", "balanced"],
+                    help="PS modes: where whole tensors live (mercury-ps --placement; "
+                    "default: mercury.torch's)")
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--iters", type=int, default=8)
     ap.add_argument("--out", default=".")
@@ -97,6 +100,8 @@ def main():
         mt.init()
         tl = os.path.join(a.timeline, "tl.%s" % os.environ.get("RANK", "0")) if a.timeline else None
         extra = {"conns": a.conns} if a.conns else {}
+        if a.placement:
+            extra["placement"] = a.placement
         if a.colocated_tcp:
             extra["colocated_tcp"] = True
         opt = mt.DistributedOptimizer(base, model, mode=a.mode, part=a.part, credit=a.credit,
@@ -143,6 +148,7 @@ def main():
            "part": a.part if a.mode == "partition" else None,
            "credit": a.credit if a.mode == "partition" else None,
            "conns": a.conns or None,
+           "placement": opt.placement if a.mode != "ddp" else None,
            "colocated_tcp": a.colocated_tcp if a.mode != "ddp" else None,
            "tagged": bool(getattr(opt, "tagged", False)),
            "tag_counts": list(getattr(opt, "tag_counts", (0, 0)))}

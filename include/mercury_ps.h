@@ -39,6 +39,13 @@ enum mercury_ps_mode {
 	MERCURY_PS_MERCURY = 2,	  /* whole tensors, per-packet layer priority (tags) */
 };
 
+enum mercury_ps_placement {
+	MERCURY_PS_PLACE_HASH = 0, /* a tensor not sliced lives on server (layer * 9973) % nodes,
+				    * MXNet KVStore's default key hash */
+	MERCURY_PS_PLACE_BALANCED = 1, /* ... on the server holding the fewest parameters so far,
+					* in forward order */
+};
+
 struct mercury_ps_options {
 	size_t sz; /* sizeof(struct mercury_ps_options) where the caller was built (set by
 		    * MERCURY_PS_OPTIONS_INIT): a caller built against an older, shorter layout
@@ -60,6 +67,7 @@ struct mercury_ps_options {
 	int colocated_tcp;     /* co-located: 0 (the default): this process's worker and
 				* server exchange their data through memory; 1: through
 				* loopback TCP, as with any other node */
+	enum mercury_ps_placement placement; /* every node and server must agree (HELLO checks) */
 };
 
 #define MERCURY_PS_OPTIONS_INIT                                                                    \

@@ -54,10 +54,11 @@ static int options_to_config(const struct mercury_ps_options *o, struct ps_confi
 {
 	ps_config_defaults(c);
 	if (!o->hosts || !o->layer_params || o->nlayers < 1 || o->nodes < 1 ||
-	    o->nodes > PS_MAX_NODES || o->mode < MERCURY_PS_FIFO || o->mode > MERCURY_PS_MERCURY) {
+	    o->nodes > PS_MAX_NODES || o->mode < MERCURY_PS_FIFO || o->mode > MERCURY_PS_MERCURY ||
+	    o->placement < MERCURY_PS_PLACE_HASH || o->placement > MERCURY_PS_PLACE_BALANCED) {
 		snprintf(err, errlen,
-			 "bad options: need hosts, layer_params, nlayers >= 1, nodes 1..%d and "
-			 "mode fifo, partition or mercury",
+			 "bad options: need hosts, layer_params, nlayers >= 1, nodes 1..%d, "
+			 "mode fifo, partition or mercury and placement hash or balanced",
 			 PS_MAX_NODES);
 		return -EINVAL;
 	}
@@ -76,6 +77,7 @@ static int options_to_config(const struct mercury_ps_options *o, struct ps_confi
 	c->part = o->part;
 	c->credit = o->credit;
 	c->bound = o->bound;
+	c->balanced = o->placement == MERCURY_PS_PLACE_BALANCED;
 	c->timeout_s = o->timeout_s;
 	c->user_data = true;
 	c->role = o->external_servers ? PS_ROLE_WORKER : PS_ROLE_NODE;

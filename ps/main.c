@@ -61,6 +61,9 @@ static void usage(FILE *f)
 	    "                    the real run: multiplied by --time-scale (0)\n"
 	    "  --bound N         split arrays above N parameters over all servers (1000000)\n"
 	    "  --split-all       split every array over all servers\n"
+	    "  --placement P     arrays not split: hash (on server key * 9973 %% N, MXNet's\n"
+	    "                    default) or balanced (on the server holding the fewest\n"
+	    "                    parameters so far, in forward order) (hash)\n"
 	    "  --shrink K        divide parameter counts by K (placement still by the originals)\n"
 	    "  --time-scale S    multiply profile compute times by S\n"
 	    "  --iters N         measured iterations (5), --warmup N (1)\n"
@@ -108,6 +111,11 @@ static double cpu_seconds(void)
 	       (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec * 1e-6;
 }
 
+static const char *ps_placement_name(const struct ps_config *c)
+{
+	return c->balanced ? "balanced" : "hash";
+}
+
 static void print_result(const struct ps_config *c, const struct ps_profile *p, int rc,
 			 const struct ps_result *r, const char *err)
 {
@@ -141,6 +149,7 @@ static void print_result(const struct ps_config *c, const struct ps_profile *p, 
 	add_u64(o, "shrink", c->shrink);
 	add_double(o, "time_scale", c->time_scale);
 	add_bool(o, "split_all", c->split_all);
+	json_object_object_add(o, "placement", json_object_new_string(ps_placement_name(c)));
 	add_u64(o, "part", c->part);
 	add_u64(o, "credit", c->credit);
 	add_double(o, "op_cost_s", c->op_cost_s);
@@ -190,8 +199,8 @@ static int run_ideal(const struct ps_config *c, const struct ps_profile *p, doub
 		bwd[l] = p->layers[l].bwd_s * c->time_scale;
 	}
 	/* --mode partition: the bound under partition's own placement (each partition a tensor) */
-	if (ps_place(orig, len, L, N, c->bound, c->split_all, c->mode == PS_PARTITION ? c->part : 0,
-		     &pl))
+	if (ps_place(orig, len, L, N, c->bound, c->split_all, c->balanced,
+		     c->mode == PS_PARTITION ? c->part : 0, &pl))
 		return 1;
 	ps_egress_bytes(&pl, N, eg);
 	struct ps_ideal_in in = {L, N, fwd, bwd, eg, rate_Bps * PS_WIRE_EFFICIENCY};
@@ -208,6 +217,7 @@ static int run_ideal(const struct ps_config *c, const struct ps_profile *p, doub
 	add_double(o, "rate_Bps", rate_Bps);
 	add_double(o, "wire_efficiency", PS_WIRE_EFFICIENCY);
 	add_bool(o, "split_all", c->split_all);
+	json_object_object_add(o, "placement", json_object_new_string(ps_placement_name(c)));
 	print_json(o);
 	ps_placement_free(&pl);
 	free(orig);
@@ -235,6 +245,7 @@ int main(int argc, char **argv)
 	    {"credit", 1, 0, 'C'},
 	    {"bound", 1, 0, 'b'},
 	    {"split-all", 0, 0, 'a'},
+	    {"placement", 1, 0, 'G'},
 	    {"shrink", 1, 0, 's'},
 	    {"time-scale", 1, 0, 't'},
 	    {"iters", 1, 0, 'i'},
@@ -327,6 +338,16 @@ int main(int argc, char **argv)
 			break;
 		case 'a':
 			c.split_all = true;
+			break;
+		case 'G':
+			if (strcmp(optarg, "hash") && strcmp(optarg, "balanced")) {
+				fprintf(
+				    stderr,
+				    "mercury-ps: unknown placement '%s': use hash or balanced\n",
+				    optarg);
+				return 2;
+			}
+			c.balanced = !strcmp(optarg, "balanced");
 			break;
 		case 's':
 			c.shrink = strtoull(optarg, NULL, 0);

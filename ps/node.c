@@ -472,13 +472,10 @@ static void write_timeline(struct ps_node *n, double t0)
 static uint64_t layout_hash(const struct ps_node *n)
 {
 	uint64_t h = 0xcbf29ce484222325ull;
-	uint64_t v[] = {(uint64_t)n->L,
-			(uint64_t)n->cfg.nodes,
-			(uint64_t)n->cfg.mode,
-			n->cfg.bound,
-			n->cfg.split_all,
-			(uint64_t)n->C,
-			n->cfg.mode == PS_PARTITION ? n->cfg.part : 0};
+	uint64_t v[] = {(uint64_t)n->L,	       (uint64_t)n->cfg.nodes,
+			(uint64_t)n->cfg.mode, n->cfg.bound,
+			n->cfg.split_all,      n->cfg.balanced,
+			(uint64_t)n->C,	       n->cfg.mode == PS_PARTITION ? n->cfg.part : 0};
 	const size_t nv = sizeof(v) / sizeof(v[0]);
 
 	for (size_t i = 0; i < nv + 2 * (size_t)n->L; i++) {
@@ -509,7 +506,7 @@ static int setup_model(struct ps_node *n, const uint64_t *params, char *err, siz
 		n->orig[l] = params[l];
 		n->len[l] = params[l] / cfg->shrink ? params[l] / cfg->shrink : 1;
 	}
-	r = ps_place(n->orig, n->len, n->L, cfg->nodes, cfg->bound, cfg->split_all,
+	r = ps_place(n->orig, n->len, n->L, cfg->nodes, cfg->bound, cfg->split_all, cfg->balanced,
 		     cfg->mode == PS_PARTITION ? cfg->part : 0, &n->pl);
 	if (r)
 		goto nomem;

@@ -1,4 +1,4 @@
-/* Tensor placement on servers, as MXNet's KVStore does it. */
+/* Tensor placement on servers: MXNet KVStore's rules, or whole tensors balanced by bytes. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -6,12 +6,31 @@
 #include "ps.h"
 #include "mercury_groups.h"
 
-/* Places one tensor (key decides the server of an unsliced one) as slices from pl->nslices on. */
+/* The server holding the fewest (original) parameters so far; the lowest index on a tie. */
+static int least_loaded(const uint64_t *load, int nservers)
+{
+	int best = 0;
+
+	for (int s = 1; s < nservers; s++)
+		if (load[s] < load[best])
+			best = s;
+	return best;
+}
+
+/* Places one tensor as slices from pl->nslices on. An unsliced one goes to the server its key
+ * hashes to, or (load != NULL, balanced) to the least loaded one; load counts what each
+ * server holds. */
 static void place_tensor(struct ps_placement *pl, int layer, int part, uint64_t key, uint64_t orig,
-			 uint64_t off, uint64_t len, int nservers, uint64_t bound, bool split_all)
+			 uint64_t off, uint64_t len, int nservers, uint64_t bound, bool split_all,
+			 uint64_t *load)
 {
 	bool split = split_all || orig > bound;
 	int pieces = split ? nservers : 1;
+	int whole_on = 0;
+
+	if (!split)
+		whole_on =
+		    load ? least_loaded(load, nservers) : (int)((key * 9973u) % (uint64_t)nservers);
 
 	if (split && len < (uint64_t)nservers)
 		pieces = (int)len; /* a tiny shrunk tensor: one parameter per slice */
@@ -21,10 +40,12 @@ static void place_tensor(struct ps_placement *pl, int layer, int part, uint64_t 
 
 		sl->layer = layer;
 		sl->part = part;
-		sl->server = split ? s : (int)((key * 9973u) % (uint64_t)nservers);
+		sl->server = split ? s : whole_on;
 		sl->off = off;
 		sl->len = each;
 		off += each;
+		if (load)
+			load[sl->server] += split ? orig / (uint64_t)pieces : orig;
 	}
 }
 
@@ -34,9 +55,10 @@ static uint64_t parts_of(uint64_t len, uint64_t part)
 }
 
 int ps_place(const uint64_t *orig, const uint64_t *len, int nlayers, int nservers, uint64_t bound,
-	     bool split_all, uint64_t part, struct ps_placement *pl)
+	     bool split_all, bool balanced, uint64_t part, struct ps_placement *pl)
 {
 	size_t cap = 0;
+	uint64_t *load = NULL;
 
 	memset(pl, 0, sizeof(*pl));
 	if (nlayers <= 0 || nservers <= 0)
@@ -48,7 +70,10 @@ int ps_place(const uint64_t *orig, const uint64_t *len, int nlayers, int nserver
 	pl->count = calloc(nlayers, sizeof(int));
 	pl->len = calloc(nlayers, sizeof(uint64_t));
 	pl->slices = calloc(cap, sizeof(struct ps_slice));
-	if (!pl->first || !pl->count || !pl->len || !pl->slices) {
+	if (balanced)
+		load = calloc(nservers, sizeof(uint64_t));
+	if (!pl->first || !pl->count || !pl->len || !pl->slices || (balanced && !load)) {
+		free(load);
 		ps_placement_free(pl);
 		return -ENOMEM;
 	}
@@ -59,7 +84,7 @@ int ps_place(const uint64_t *orig, const uint64_t *len, int nlayers, int nserver
 		pl->len[l] = len[l];
 		if (nparts == 1) {
 			place_tensor(pl, l, pl->nparts++, (uint64_t)l, orig[l], 0, len[l], nservers,
-				     bound, split_all);
+				     bound, split_all, load);
 		} else {
 			/* ByteScheduler: each partition is a tensor of its own, with its own key
 			 * (counted on from the layer's), placed by the same rule; its original
@@ -72,11 +97,12 @@ int ps_place(const uint64_t *orig, const uint64_t *len, int nlayers, int nserver
 					       0.5);
 
 				place_tensor(pl, l, pl->nparts++, (uint64_t)l + i, porig, off, plen,
-					     nservers, bound, split_all);
+					     nservers, bound, split_all, load);
 			}
 		}
 		pl->count[l] = pl->nslices - pl->first[l];
 	}
+	free(load);
 	return 0;
 }
 

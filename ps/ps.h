@@ -81,14 +81,16 @@ struct ps_placement {
 /*
  * Places every layer: a layer whose original parameter count exceeds `bound` (or every layer
  * when split_all) is sliced evenly over all servers, the first (len % n) slices one larger;
- * a smaller one lives whole on server (layer * 9973) % n, MXNet's default key hash.
+ * a smaller one lives whole on server (layer * 9973) % n, MXNet's default key hash, or with
+ * `balanced` on the server that holds the fewest parameters so far (forward order; the
+ * hash can leave one server most of a model whose small layers alternate in size).
  * orig decides, len (the shrunk counts, each >= 1) is what gets sliced.
  * part != 0 (partition mode, shrunk parameters): a layer longer than part is first cut into
  * partitions of part, each a tensor of its own with key layer + i, placed by the same rule,
  * so consecutive partitions land on different servers (ByteScheduler's keys `name_i`).
  */
 int ps_place(const uint64_t *orig, const uint64_t *len, int nlayers, int nservers, uint64_t bound,
-	     bool split_all, uint64_t part, struct ps_placement *pl);
+	     bool split_all, bool balanced, uint64_t part, struct ps_placement *pl);
 void ps_placement_free(struct ps_placement *pl);
 
 /*
@@ -171,6 +173,7 @@ struct ps_config {
 			   * framework's engine, serial per worker; emulated seconds */
 	uint64_t bound;	  /* MXNET_KVSTORE_BIGARRAY_BOUND */
 	bool split_all;
+	bool balanced;	   /* whole tensors on the least loaded server, not by key hash */
 	uint64_t shrink;   /* parameter counts divided by this */
 	double time_scale; /* profile compute times multiplied by this */
 	int iters, warmup;

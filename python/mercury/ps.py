@@ -21,8 +21,9 @@ import subprocess
 from . import _load_library
 
 MODES = {"fifo": 0, "partition": 1, "mercury": 2}
+PLACEMENTS = {"hash": 0, "balanced": 1}
 
-__all__ = ["ParameterServer", "PSError", "MODES", "start_server"]
+__all__ = ["ParameterServer", "PSError", "MODES", "PLACEMENTS", "start_server"]
 
 
 _lib = _load_library("MERCURY_PS_LIB", "libmercury-ps.so", "libmercury-ps.so.1")
@@ -36,7 +37,7 @@ class _Options(ctypes.Structure):
                 ("part", ctypes.c_uint64), ("credit", ctypes.c_uint64),
                 ("bound", ctypes.c_uint64), ("timeout_s", ctypes.c_double),
                 ("timeline", ctypes.c_char_p), ("external_servers", ctypes.c_int),
-                ("colocated_tcp", ctypes.c_int)]
+                ("colocated_tcp", ctypes.c_int), ("placement", ctypes.c_int)]
 
 
 _lib.mercury_ps_open.argtypes = [ctypes.POINTER(_Options), ctypes.POINTER(ctypes.c_void_p),
@@ -63,9 +64,11 @@ class ParameterServer:
 
     def __init__(self, rank, nodes, hosts, layer_params, mode="mercury", conns=16, bands=8,
                  part=1000000, credit=4000000, bound=1000000, timeout=60.0, timeline=None,
-                 external_servers=False, colocated_tcp=False):
+                 external_servers=False, colocated_tcp=False, placement="hash"):
         if mode not in MODES:
             raise ValueError("mode must be one of %s" % ", ".join(MODES))
+        if placement not in PLACEMENTS:
+            raise ValueError("placement must be one of %s" % ", ".join(PLACEMENTS))
         if len(hosts) != nodes:
             raise ValueError("%d hosts for %d nodes" % (len(hosts), nodes))
         self.layer_params = list(layer_params)
@@ -74,7 +77,7 @@ class ParameterServer:
         opts = _Options(ctypes.sizeof(_Options), rank, nodes, self._hosts, self._params,
                         len(self.layer_params), MODES[mode], conns, bands, part, credit, bound, float(timeout),
                         timeline.encode() if timeline else None, int(external_servers),
-                        int(colocated_tcp))
+                        int(colocated_tcp), PLACEMENTS[placement])
         self._ps = ctypes.c_void_p()
         err = ctypes.create_string_buffer(512)
         rc = _lib.mercury_ps_open(ctypes.byref(opts), ctypes.byref(self._ps), err, len(err))
@@ -138,16 +141,20 @@ def _server_binary():
 
 
 def start_server(rank, nodes, hosts, layer_params, mode="mercury", conns=16, bands=8,
-                 part=1000000, credit=4000000, bound=1000000, timeout=60.0, jobs=1):
+                 part=1000000, credit=4000000, bound=1000000, timeout=60.0, jobs=1,
+                 placement="hash"):
     """Starts `mercury-ps serve` for node rank with the layout a ParameterServer of the same
     arguments (and external_servers=True) expects; it listens on hosts[rank] and exits after
     `jobs` jobs (0: until terminated), or when the thread that started it ends (call it from
     the main thread). Its errors go to this process's stderr. Returns the subprocess.Popen."""
     if mode not in MODES:
         raise ValueError("mode must be one of %s" % ", ".join(MODES))
+    if placement not in PLACEMENTS:
+        raise ValueError("placement must be one of %s" % ", ".join(PLACEMENTS))
     cmd = [_server_binary(), "serve", "--layers", ",".join(str(int(n)) for n in layer_params),
            "--mode", mode, "--nodes", str(nodes), "--rank", str(rank), "--hosts", ",".join(hosts),
            "--conns", str(conns), "--bands", str(bands), "--part", str(part), "--credit",
            str(credit), "--bound", str(bound), "--timeout", str(timeout), "--jobs", str(jobs),
+           "--placement", placement,
            "--exit-with-parent"]
     return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stdin=subprocess.DEVNULL)

@@ -35,6 +35,7 @@ struct worker {
 	enum mercury_ps_mode mode;
 	int external_servers;
 	int inplace; /* mercury_ps_push_inplace: per-layer buffers, nothing copied */
+	enum mercury_ps_placement placement;
 	int rc, bad_sums, out_of_order_rc, unpushed_rc;
 	char err[256];
 };
@@ -59,6 +60,7 @@ static void *worker_main(void *arg)
 	o.mode = w->mode;
 	o.timeout_s = 10;
 	o.external_servers = w->external_servers;
+	o.placement = w->placement;
 	w->rc = mercury_ps_open(&o, &ps, w->err, sizeof(w->err));
 	if (w->rc) {
 		free(buf);
@@ -117,7 +119,8 @@ static void next_addresses(void)
 		snprintf(addr[i], sizeof(addr[i]), "127.0.0.1:%u", port + i);
 }
 
-static int inplace_rank = -1; /* this worker pushes in place */
+static int inplace_rank = -1;			      /* this worker pushes in place */
+static enum mercury_ps_placement placement_of[NODES]; /* each rank's placement rule */
 
 static void run_workers(struct worker *w, enum mercury_ps_mode mode, uint64_t rank1_extra,
 			int external_servers)
@@ -130,6 +133,7 @@ static void run_workers(struct worker *w, enum mercury_ps_mode mode, uint64_t ra
 		w[i].mode = mode;
 		w[i].external_servers = external_servers;
 		w[i].inplace = i == inplace_rank;
+		w[i].placement = placement_of[i];
 		for (int j = 0; j < NODES; j++)
 			w[i].hosts[j] = addr[j];
 		memcpy(w[i].params, sizes, sizeof(sizes));
@@ -229,6 +233,25 @@ static void test_other_model_fails_at_open(void **state)
 	}
 }
 
+/* Workers that place the tensors differently would sum another server's share: HELLO refuses
+ * them. Both balanced: the sums are right. */
+static void test_placement_agreed_at_open(void **state)
+{
+	struct worker w[NODES];
+
+	(void)state;
+	placement_of[1] = MERCURY_PS_PLACE_BALANCED;
+	run_pair(w, MERCURY_PS_MERCURY, 0);
+	for (int i = 0; i < NODES; i++) {
+		assert_int_not_equal(w[i].rc, 0);
+		assert_non_null(strstr(w[i].err, "model layout"));
+	}
+	placement_of[0] = MERCURY_PS_PLACE_BALANCED;
+	run_pair(w, MERCURY_PS_MERCURY, 0);
+	assert_sums_right(w, MERCURY_PS_MERCURY);
+	placement_of[0] = placement_of[1] = MERCURY_PS_PLACE_HASH;
+}
+
 static void test_bad_options(void **state)
 {
 	struct mercury_ps_options o = MERCURY_PS_OPTIONS_INIT;
@@ -279,6 +302,7 @@ int main(void)
 	    cmocka_unit_test(test_sums_in_place),
 	    cmocka_unit_test(test_sums_with_servers_apart),
 	    cmocka_unit_test(test_other_model_fails_at_open),
+	    cmocka_unit_test(test_placement_agreed_at_open),
 	    cmocka_unit_test(test_bad_options),
 	    cmocka_unit_test(test_options_size),
 	};

@@ -14,7 +14,7 @@ static void test_big_arrays_split_evenly(void **state)
 	uint64_t orig[] = {1000, 1000001, 10}, len[] = {1000, 1000001, 10};
 	struct ps_placement pl;
 
-	assert_int_equal(ps_place(orig, len, 3, 4, 1000000, false, 0, &pl), 0);
+	assert_int_equal(ps_place(orig, len, 3, 4, 1000000, false, false, 0, &pl), 0);
 	assert_int_equal(pl.count[0], 1);
 	assert_int_equal(pl.count[1], 4);
 	assert_int_equal(pl.count[2], 1);
@@ -42,10 +42,10 @@ static void test_bound_is_exclusive_and_split_all(void **state)
 	uint64_t orig[] = {1000000, 7}, len[] = {1000000, 7};
 	struct ps_placement pl;
 
-	assert_int_equal(ps_place(orig, len, 2, 3, 1000000, false, 0, &pl), 0);
+	assert_int_equal(ps_place(orig, len, 2, 3, 1000000, false, false, 0, &pl), 0);
 	assert_int_equal(pl.count[0], 1); /* exactly at the bound: whole, as MXNet does */
 	ps_placement_free(&pl);
-	assert_int_equal(ps_place(orig, len, 2, 3, 1000000, true, 0, &pl), 0);
+	assert_int_equal(ps_place(orig, len, 2, 3, 1000000, true, false, 0, &pl), 0);
 	assert_int_equal(pl.count[0], 3);
 	assert_int_equal(pl.count[1], 3);
 	assert_int_equal(pl.slices[pl.first[1]].len + pl.slices[pl.first[1] + 1].len +
@@ -60,12 +60,12 @@ static void test_shrunk_sizes_keep_the_original_decision(void **state)
 	uint64_t orig[] = {4000000, 2}, len[] = {400, 2};
 	struct ps_placement pl;
 
-	assert_int_equal(ps_place(orig, len, 2, 4, 1000000, false, 0, &pl), 0);
+	assert_int_equal(ps_place(orig, len, 2, 4, 1000000, false, false, 0, &pl), 0);
 	assert_int_equal(pl.count[0], 4); /* decided on 4M, sliced on 400 */
 	assert_int_equal(pl.slices[pl.first[0] + 3].len, 100);
 	ps_placement_free(&pl);
 	/* A split tensor smaller than the server count: one parameter per slice. */
-	assert_int_equal(ps_place(orig, len, 2, 4, 1, false, 0, &pl), 0);
+	assert_int_equal(ps_place(orig, len, 2, 4, 1, false, false, 0, &pl), 0);
 	assert_int_equal(pl.count[1], 2);
 	ps_placement_free(&pl);
 }
@@ -79,7 +79,7 @@ static void test_partitions_are_tensors_spread_over_servers(void **state)
 	uint64_t orig[] = {10, 9000000, 2500000}, len[] = {10, 9000000, 2500000};
 	struct ps_placement pl;
 
-	assert_int_equal(ps_place(orig, len, 3, 4, 1000000, false, 1000000, &pl), 0);
+	assert_int_equal(ps_place(orig, len, 3, 4, 1000000, false, false, 1000000, &pl), 0);
 	assert_int_equal(pl.count[0], 1); /* below the partition size: the layer itself */
 	assert_int_equal(pl.count[1], 9);
 	assert_int_equal(pl.count[2], 3); /* 1M, 1M and a ragged 0.5M */
@@ -100,7 +100,7 @@ static void test_partitions_are_tensors_spread_over_servers(void **state)
 	ps_placement_free(&pl);
 
 	/* Partitions of 2M parameters exceed the bound: each is sliced over the 4 servers. */
-	assert_int_equal(ps_place(orig, len, 3, 4, 1000000, false, 2000000, &pl), 0);
+	assert_int_equal(ps_place(orig, len, 3, 4, 1000000, false, false, 2000000, &pl), 0);
 	assert_int_equal(pl.count[1], 4 * 4 + 1); /* the last 1M is not above the bound */
 	for (int i = 0; i < 4; i++) {
 		assert_int_equal(pl.slices[pl.first[1] + i].server, i);
@@ -111,10 +111,10 @@ static void test_partitions_are_tensors_spread_over_servers(void **state)
 
 	/* Shrunk: the decision is on the original size of each partition. */
 	uint64_t o2[] = {4000000}, l2[] = {400};
-	assert_int_equal(ps_place(o2, l2, 1, 4, 1000000, false, 200, &pl), 0);
+	assert_int_equal(ps_place(o2, l2, 1, 4, 1000000, false, false, 200, &pl), 0);
 	assert_int_equal(pl.count[0], 2 * 4); /* 2M-parameter partitions: sliced */
 	ps_placement_free(&pl);
-	assert_int_equal(ps_place(o2, l2, 1, 4, 1000000, false, 100, &pl), 0);
+	assert_int_equal(ps_place(o2, l2, 1, 4, 1000000, false, false, 100, &pl), 0);
 	assert_int_equal(pl.count[0], 4); /* 1M each: whole, on servers 0, 1, 2, 3 by key */
 	ps_placement_free(&pl);
 }
@@ -126,13 +126,44 @@ static void test_egress_bytes_colocated(void **state)
 	struct ps_placement pl;
 	double eg[2 * 2];
 
-	assert_int_equal(ps_place(orig, len, 2, 2, 1000000, false, 0, &pl), 0);
+	assert_int_equal(ps_place(orig, len, 2, 2, 1000000, false, false, 0, &pl), 0);
 	ps_egress_bytes(&pl, 2, eg);
 	/* Split layer: each node pushes its half-gradient for the other server (4 MB) and pulls
 	 * its own half back to the other worker (4 MB). */
 	assert_true(eg[0 * 2 + 0] == 8e6 && eg[1 * 2 + 0] == 8e6);
 	/* Whole layer 1 on server (9973 % 2) = 1: node 0 pushes 400 B, node 1 pulls 400 B. */
 	assert_true(eg[0 * 2 + 1] == 400 && eg[1 * 2 + 1] == 400);
+	ps_placement_free(&pl);
+}
+
+/* inception_v3's shape: big and small layers alternate, so the key hash puts every big one on
+ * server 0; balanced placement sends each whole tensor to the least loaded server instead. */
+static void test_balanced_placement_evens_the_bytes(void **state)
+{
+	(void)state;
+	uint64_t orig[] = {900, 10, 900, 10, 900, 10, 2000000, 5}, len[8];
+	uint64_t held[2][2] = {{0, 0}, {0, 0}}; /* [balanced][server] */
+	struct ps_placement pl;
+
+	for (int i = 0; i < 8; i++)
+		len[i] = orig[i];
+	for (int balanced = 0; balanced < 2; balanced++) {
+		assert_int_equal(ps_place(orig, len, 8, 2, 1000000, false, balanced, 0, &pl), 0);
+		for (int i = 0; i < pl.nslices; i++)
+			held[balanced][pl.slices[i].server] += pl.slices[i].len;
+		/* the big layer is still sliced over both servers, whatever the rule */
+		assert_int_equal(pl.count[6], 2);
+		ps_placement_free(&pl);
+	}
+	assert_int_equal(held[0][0], 1002700); /* hash: 900 x 3 on server 0 */
+	assert_int_equal(held[0][1], 1000035);
+	/* balanced: 900 | 10 | 900 (server 1 held 10) | 10 | 900 | ... : 1810 against 925 */
+	assert_int_equal(held[1][0] + held[1][1], held[0][0] + held[0][1]);
+	assert_true(held[1][0] - 1000000 <= 1810 && held[1][1] - 1000000 <= 1810);
+	assert_int_equal(ps_place(orig, len, 8, 2, 1000000, false, true, 0, &pl), 0);
+	assert_int_equal(pl.slices[pl.first[0]].server, 0);
+	assert_int_equal(pl.slices[pl.first[1]].server, 1);
+	assert_int_equal(pl.slices[pl.first[2]].server, 1); /* 10 < 900 */
 	ps_placement_free(&pl);
 }
 
@@ -217,6 +248,7 @@ int main(void)
 	    cmocka_unit_test(test_shrunk_sizes_keep_the_original_decision),
 	    cmocka_unit_test(test_partitions_are_tensors_spread_over_servers),
 	    cmocka_unit_test(test_egress_bytes_colocated),
+	    cmocka_unit_test(test_balanced_placement_evens_the_bytes),
 	    cmocka_unit_test(test_connections_never_span_two_groups),
 	    cmocka_unit_test(test_ideal_no_comm_is_compute),
 	    cmocka_unit_test(test_ideal_single_layer),
