@@ -28,7 +28,8 @@ Each node's share of the tensors is served (mt.init(servers=...) or MERCURY_PS_S
 "in-process" (default) by the trainer itself, in libmercury-ps's threads; "process" by a
 `mercury-ps serve` the trainer starts for its node with the model's layout, and waits for at
 the end; "external" by a `mercury-ps serve` already listening at this rank's PS address
-(started by a launcher or a service with the same layout: mt.profile_model writes it).
+(started by a launcher or a service with the same layout: mt.profile_model writes it; and
+`--placement balanced`, DistributedOptimizer's default placement=, MERCURY_PS_PLACEMENT).
 Addresses are exchanged through torch.distributed's store. Without mercuryd the run goes on
 untagged after one warning. In-process, the trainer's own share never touches a socket
 (libmercury-ps hands it over in memory; colocated_tcp=True sends it over loopback TCP).
