@@ -11,7 +11,9 @@ of `mercury-ps --op-cost` (cluster/tune.sh --op-costs). Medians of ROUNDS.
 Run under torch's launcher (it sets the environment mt.init reads); --standalone needs a
 resolvable "localhost", this form does not:
   GLOO_SOCKET_IFNAME=lo python3 -m torch.distributed.run --nnodes 1 --nproc_per_node 1 \
-      --master_addr 127.0.0.1 --master_port 29561 bench/torch_call_cost.py
+      --master_addr 127.0.0.1 --master_port 29561 --redirects 1 --tee 1 --log_dir DIR \
+      bench/torch_call_cost.py
+(Debian's torch 1.13 on Python 3.11 cannot parse the launcher's default --redirects.)
 Prints one JSON line.
 """
 import json

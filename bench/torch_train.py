@@ -149,6 +149,8 @@ def main():
            "credit": a.credit if a.mode == "partition" else None,
            "conns": a.conns or None,
            "placement": opt.placement if a.mode != "ddp" else None,
+           "update_calls": opt.update_calls if a.mode != "ddp" else None,
+           "layer_updates": opt.layer_updates if a.mode != "ddp" else None,
            "colocated_tcp": a.colocated_tcp if a.mode != "ddp" else None,
            "tagged": bool(getattr(opt, "tagged", False)),
            "tag_counts": list(getattr(opt, "tag_counts", (0, 0)))}

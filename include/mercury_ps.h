@@ -96,6 +96,11 @@ int mercury_ps_push_inplace(struct mercury_ps *ps, int layer, uint64_t iter, con
 /* Blocks until the sum over every worker of layer's gradients of iteration iter is here and
  * copies it to out (layer_params[layer] floats). -EINVAL for a layer not pushed yet. */
 int mercury_ps_wait_pull(struct mercury_ps *ps, int layer, uint64_t iter, float *out);
+/* 1 when mercury_ps_wait_pull(ps, layer, iter, ...) would return at once (the aggregate is
+ * here, or the session has failed and it would return the error), 0 when it would block;
+ * -EINVAL for a layer not pushed for iter. Lets a framework apply, in one optimizer call, the
+ * updates of every layer already here. */
+int mercury_ps_pull_ready(struct mercury_ps *ps, int layer, uint64_t iter);
 /* Why the session failed, or NULL while it has not. */
 const char *mercury_ps_error(struct mercury_ps *ps);
 /* Waits until every iteration pushed here has been pulled and (unless external_servers)

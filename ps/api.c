@@ -138,6 +138,11 @@ API int mercury_ps_wait_pull(struct mercury_ps *ps, int layer, uint64_t iter, fl
 	return out ? ps_node_wait_pull(ps->node, layer, iter, out) : -EINVAL;
 }
 
+API int mercury_ps_pull_ready(struct mercury_ps *ps, int layer, uint64_t iter)
+{
+	return ps_node_pull_ready(ps->node, layer, iter);
+}
+
 API const char *mercury_ps_error(struct mercury_ps *ps)
 {
 	return ps_node_error(ps->node);

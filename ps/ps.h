@@ -237,6 +237,9 @@ int ps_node_push_inplace(struct ps_node *n, int layer, uint64_t iter, const floa
 /* Blocks until layer's aggregate (the sum over workers) of iteration iter is here, copies it
  * to out when out is not NULL (user_data or verify only). */
 int ps_node_wait_pull(struct ps_node *n, int layer, uint64_t iter, float *out);
+/* 1 when ps_node_wait_pull(n, layer, iter, ...) would return at once, 0 when it would block,
+ * -EINVAL for a layer out of range or not pushed for iter. */
+int ps_node_pull_ready(struct ps_node *n, int layer, uint64_t iter);
 int ps_node_finish(struct ps_node *n, uint64_t *split_sockets);
 /*
  * PS_ROLE_SERVER: ps_node_start returns once the listener is up; this waits up to wait_s for

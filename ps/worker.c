@@ -546,6 +546,21 @@ int ps_node_wait_pull(struct ps_node *n, int layer, uint64_t iter, float *out)
 	return r;
 }
 
+int ps_node_pull_ready(struct ps_node *n, int layer, uint64_t iter)
+{
+	int r;
+
+	if (layer < 0 || layer >= n->L)
+		return -EINVAL;
+	pthread_mutex_lock(&n->mu);
+	if (iter >= n->pushed_iter[layer])
+		r = -EINVAL;
+	else
+		r = atomic_load(&n->failed) || layer_ready(n, (long)(iter + 1) << 16 | layer);
+	pthread_mutex_unlock(&n->mu);
+	return r;
+}
+
 int ps_node_serve_wait(struct ps_node *n, double wait_s)
 {
 	struct timespec dl;

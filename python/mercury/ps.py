@@ -47,6 +47,7 @@ _lib.mercury_ps_push_inplace.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c
                                          ctypes.c_void_p, ctypes.c_void_p]
 _lib.mercury_ps_wait_pull.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint64,
                                       ctypes.c_void_p]
+_lib.mercury_ps_pull_ready.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint64]
 _lib.mercury_ps_error.argtypes = [ctypes.c_void_p]
 _lib.mercury_ps_error.restype = ctypes.c_char_p
 _lib.mercury_ps_tagged.argtypes = [ctypes.c_void_p]
@@ -103,6 +104,13 @@ class ParameterServer:
     def wait_pull(self, layer, iteration, address):
         """Blocks until layer's sum over every worker for iteration is at address."""
         self._check(_lib.mercury_ps_wait_pull(self._ps, layer, iteration, address), "pull")
+
+    def pull_ready(self, layer, iteration):
+        """True when wait_pull(layer, iteration, ...) would return at once (the sum is
+        here, or the session failed and it would raise)."""
+        rc = _lib.mercury_ps_pull_ready(self._ps, layer, iteration)
+        self._check(rc, "pull_ready")
+        return rc == 1
 
     @property
     def tagged(self):

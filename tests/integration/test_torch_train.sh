@@ -56,6 +56,8 @@ for cfg in "fifo sgd in-process" "partition sgd in-process" "mercury sgd process
 	check "$1 $2 $3: both trainers finished" "[ $rc -eq 0 ]" || cat "$d"/node*.log
 	check "$1 $2 $3: parameters (final and mid-run checkpoint) equal one process on the concatenated batches" \
 		"py '$here/../torch/compare.py' '$d' 1e-5"
+	check "$1 $2 $3: layers whose aggregates were already here shared an optimizer call" \
+		"jq -e '.update_calls > 0 and .update_calls < .layer_updates' '$d/worker0.json' '$d/worker1.json' >/dev/null"
 	if [ "$3" = process ]; then
 		check "$1 $2 $3: each trainer's node was served by its own mercury-ps serve" \
 			"grep -l 'mercury-ps: serve: node' '$d'/node0.log '$d'/node1.log | wc -l | grep -qx 2"

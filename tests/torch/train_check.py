@@ -137,7 +137,8 @@ def main():
             torch.save(model.state_dict(), os.path.join(a.out, "worker_ckpt.pt"))
     sd = model.state_dict()
     torch.save(sd, os.path.join(a.out, "worker%d.pt" % r))
-    json.dump({"loss": losses, "tagged": opt.tagged, "tag_counts": opt.tag_counts},
+    json.dump({"loss": losses, "tagged": opt.tagged, "tag_counts": opt.tag_counts,
+               "layer_updates": opt.layer_updates, "update_calls": opt.update_calls},
               open(os.path.join(a.out, "worker%d.json" % r), "w"))
     mt.shutdown()
 

@@ -36,7 +36,7 @@ struct worker {
 	int external_servers;
 	int inplace; /* mercury_ps_push_inplace: per-layer buffers, nothing copied */
 	enum mercury_ps_placement placement;
-	int rc, bad_sums, out_of_order_rc, unpushed_rc;
+	int rc, bad_sums, out_of_order_rc, unpushed_rc, unpushed_ready_rc, not_ready_after_wait;
 	char err[256];
 };
 
@@ -86,12 +86,14 @@ static void *worker_main(void *arg)
 		if (it == 0) {
 			w->out_of_order_rc = mercury_ps_push(ps, 0, 5, buf);
 			w->unpushed_rc = mercury_ps_wait_pull(ps, 0, 7, buf);
+			w->unpushed_ready_rc = mercury_ps_pull_ready(ps, 0, 7);
 		}
 		for (int l = 0; l < LAYERS; l++) { /* next forward pass */
 			float *o = w->inplace ? outs[l] : buf;
 
 			if (mercury_ps_wait_pull(ps, l, (uint64_t)it, o))
 				break;
+			w->not_ready_after_wait += mercury_ps_pull_ready(ps, l, (uint64_t)it) != 1;
 			for (uint64_t j = 0; j < sizes[l]; j++)
 				w->bad_sums +=
 				    o[j] != grad_value(0, l, it, j) + grad_value(1, l, it, j);
@@ -160,6 +162,8 @@ static void assert_sums_right(const struct worker *w, int mode)
 		assert_int_equal(w[i].bad_sums, 0);
 		assert_int_equal(w[i].out_of_order_rc, -EALREADY);
 		assert_int_equal(w[i].unpushed_rc, -EINVAL);
+		assert_int_equal(w[i].unpushed_ready_rc, -EINVAL);
+		assert_int_equal(w[i].not_ready_after_wait, 0);
 	}
 }
 
