@@ -15,6 +15,8 @@ them. Each layer's gradient is pushed the moment autograd has produced all of it
 update of that layer is applied right before the layer's next forward pass, as soon as its
 aggregate (the mean over workers) has arrived, so the next iteration's forward pass starts
 while later layers are still on the wire (BytePS calls this crossing the global barrier).
+The layers after it whose aggregates are already here are updated in the same call of the
+wrapped optimizer (opt.update_calls and opt.layer_updates count both).
 An update uses the optimizer's settings (lr, ...) as they were at its step(): an LR scheduler
 of the wrapped optimizer, stepped after opt.step(), acts as without Mercury.
 Updates still pending are applied before anything reads the parameters outside a forward
