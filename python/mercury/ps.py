@@ -56,6 +56,13 @@ _lib.mercury_ps_tag_counts.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_
 _lib.mercury_ps_close.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t]
 
 
+def _check_choices(mode, placement):
+    """The library's and `mercury-ps serve`'s options alike: a clear error, not a bad index."""
+    for what, value, table in (("mode", mode, MODES), ("placement", placement, PLACEMENTS)):
+        if value not in table:
+            raise ValueError("%s must be one of %s" % (what, ", ".join(table)))
+
+
 class PSError(OSError):
     """A failed parameter-server call, with the library's reason."""
 
@@ -66,10 +73,7 @@ class ParameterServer:
     def __init__(self, rank, nodes, hosts, layer_params, mode="mercury", conns=16, bands=8,
                  part=1000000, credit=4000000, bound=1000000, timeout=60.0, timeline=None,
                  external_servers=False, colocated_tcp=False, placement="hash"):
-        if mode not in MODES:
-            raise ValueError("mode must be one of %s" % ", ".join(MODES))
-        if placement not in PLACEMENTS:
-            raise ValueError("placement must be one of %s" % ", ".join(PLACEMENTS))
+        _check_choices(mode, placement)
         if len(hosts) != nodes:
             raise ValueError("%d hosts for %d nodes" % (len(hosts), nodes))
         self.layer_params = list(layer_params)
@@ -155,10 +159,7 @@ def start_server(rank, nodes, hosts, layer_params, mode="mercury", conns=16, ban
     arguments (and external_servers=True) expects; it listens on hosts[rank] and exits after
     `jobs` jobs (0: until terminated), or when the thread that started it ends (call it from
     the main thread). Its errors go to this process's stderr. Returns the subprocess.Popen."""
-    if mode not in MODES:
-        raise ValueError("mode must be one of %s" % ", ".join(MODES))
-    if placement not in PLACEMENTS:
-        raise ValueError("placement must be one of %s" % ", ".join(PLACEMENTS))
+    _check_choices(mode, placement)
     cmd = [_server_binary(), "serve", "--layers", ",".join(str(int(n)) for n in layer_params),
            "--mode", mode, "--nodes", str(nodes), "--rank", str(rank), "--hosts", ",".join(hosts),
            "--conns", str(conns), "--bands", str(bands), "--part", str(part), "--credit",
