@@ -1,11 +1,14 @@
 """torch_report.py RESULTS.jsonl: medians (and ranges) per rate and configuration of
 bench/torch_bench.sh, as a markdown table; mercury's share of the ideal gain over fifo and
-its speedup over the best DDP."""
+its speedup over the best DDP; then where an iteration goes, the link's use included."""
 import json
 import statistics
 import sys
 
-runs = [json.loads(line) for line in open(sys.argv[1]) if line.strip()]
+lines = [json.loads(line) for line in open(sys.argv[1]) if line.strip()]
+# what a bulk transfer sends on each rate's link (bench/link_bulk.py): 100 % link use
+bulk = {r["rate_mbit"]: r["egress_mbit"] for r in lines if r["label"] == "bulk"}
+runs = [r for r in lines if r["label"] != "bulk"]
 for r in runs:  # CPU of libmercury-ps's threads (named mps-*) inside the trainer
     if "cpu_by_thread" in r and r["mode"] != "ddp":
         r["ps_cpu_s"] = sum(v for k, v in r["cpu_by_thread"].items() if k.startswith("mps-"))
@@ -69,26 +72,40 @@ print("Tuning pass (one run per cell): " + "; ".join(
     "%d Mbit/s: %s" % (rate, ", ".join(v)) for rate, v in sorted(tuned.items())))
 
 
-def med_of(rate, label, key):
+def med_of(rate, label, key, form="%.2f"):
     v = [r[key] for r in runs if r["rate_mbit"] == rate and not r["tuning"] and
          r["label"] == label and r.get(key) is not None]
-    return "%.2f" % statistics.median(v) if v else "-"
+    return form % statistics.median(v) if v else "-"
+
+
+for r in runs:  # the share of the bulk transfer's bytes the run's window sent
+    if r.get("egress_mbit") is not None and bulk.get(r["rate_mbit"]):
+        r["link_use_pct"] = 100 * r["egress_mbit"] / bulk[r["rate_mbit"]]
 
 
 # Where an iteration goes, per configuration: the steady-state period (s/iter also holds
 # the pipeline's fill and drain once), the trainer's CPU (PyTorch, the PS threads, the
-# socket calls it makes) and, through mercury.torch, the time blocked on aggregates.
+# socket calls it makes) and, through mercury.torch, the time blocked on aggregates; the
+# main thread's forward (mercury.torch: with its waits and updates) and backward (DDP: with
+# its all-reduce) passes; the node's link: what it sent, against a bulk transfer's rate.
 print()
+if bulk:
+    print("Bulk TCP on the same link (bench/link_bulk.py, 8 connections): " + ", ".join(
+        "%d Mbit/s shaped: %.0f Mbit/s counted" % kv for kv in sorted(bulk.items())))
+    print()
 print("| Mbit/s | configuration | s/iter | median step-to-step s | trainer CPU s/iter "
-      "| of it the main thread | of it PS threads (mps-*) | blocked on aggregates s/iter |")
-print("|---|---|---|---|---|---|---|---|")
+      "| of it the main thread | of it PS threads (mps-*) | blocked on aggregates s/iter "
+      "| forward s | backward s | link use |")
+print("|---|---|---|---|---|---|---|---|---|---|---|")
 for rate in rates:
     labels = []
     for r in runs:
         if r["rate_mbit"] == rate and not r["tuning"] and r["label"] not in labels + ["ideal"]:
             labels.append(r["label"])
     for lab in labels:
-        print("| %d | %s | %s | %s | %s | %s | %s | %s |" % (
+        print("| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             rate, lab, med_of(rate, lab, "iter_s"), med_of(rate, lab, "step_median_s"),
             med_of(rate, lab, "cpu_s_per_iter"), med_of(rate, lab, "main_thread_cpu_s_per_iter"),
-            med_of(rate, lab, "ps_cpu_s"), med_of(rate, lab, "wait_s_per_iter")))
+            med_of(rate, lab, "ps_cpu_s"), med_of(rate, lab, "wait_s_per_iter"),
+            med_of(rate, lab, "forward_median_s"), med_of(rate, lab, "backward_median_s"),
+            med_of(rate, lab, "link_use_pct", "%.0f %%")))

@@ -18,6 +18,9 @@ import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 import torchvision  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from link_bulk import tx_bytes  # noqa: E402
+
 
 def build(name):
     if name == "inception_v3":
@@ -76,6 +79,9 @@ def main():
     ap.add_argument("--out", default=".")
     ap.add_argument("--profile", default="")
     ap.add_argument("--timeline", default="", help="PS events of this rank (TSV) into this dir")
+    ap.add_argument("--iface", default=os.environ.get("GLOO_SOCKET_IFNAME", ""),
+                    help="the node's link: its bytes sent in the window are recorded "
+                    "(default: $GLOO_SOCKET_IFNAME)")
     a = ap.parse_args()
     if a.iters < 1 or a.warmup < 0:
         ap.error("--iters must be at least 1 and --warmup at least 0")
@@ -114,19 +120,32 @@ def main():
     # more than it counts (at 100 Mbit/s 3.4 s of tail over 8 iterations). Both windows hold
     # exactly `iters` iterations of compute and communication, pipeline fill and drain
     # included; the step-to-step median inside it is the steady-state period.
-    stamps = []
+    # Per iteration, where the main thread is: the forward pass (in mercury.torch it also
+    # waits for aggregates and applies updates), backward (in DDP it also waits for its
+    # all-reduce), step.
+    stamps, forward_s, backward_s = [], [], []
     for i in range(a.warmup + a.iters):
         if i == a.warmup:
             sync()
             t0, cpu0, wait0 = time.perf_counter(), time.process_time(), _waited(opt)
             main0 = time.thread_time()
             threads0 = _threads()
+            tx0 = tx_bytes(a.iface)
+        ts = time.perf_counter()
         opt.zero_grad()
-        loss_fn(net(x), y).backward()
+        loss = loss_fn(net(x), y)
+        tf = time.perf_counter()
+        loss.backward()
+        tb = time.perf_counter()
         opt.step()
         stamps.append(time.perf_counter())
+        if i >= a.warmup:
+            forward_s.append(tf - ts)
+            backward_s.append(tb - tf)
     sync()  # every pending update applied: the last iteration's communication counts
-    per_iter = (time.perf_counter() - t0) / a.iters
+    window = time.perf_counter() - t0
+    per_iter = window / a.iters
+    tx1 = tx_bytes(a.iface)
     cpu_per_iter = (time.process_time() - cpu0) / a.iters  # PS threads included
     main_per_iter = (time.thread_time() - main0) / a.iters  # autograd, hooks, optimizer
     # where that CPU goes: the trainer's main thread, libmercury-ps's (mps-*), gloo's, ...
@@ -143,6 +162,11 @@ def main():
            # of an iteration is compute and the CPU the PS and the network stack take from it
            "wait_s_per_iter": ((_waited(opt) - wait0) / a.iters if a.mode != "ddp" else None),
            "step_median_s": statistics.median(steps) if steps else None,
+           "forward_median_s": statistics.median(forward_s),
+           "backward_median_s": statistics.median(backward_s),
+           # what left the node's link in the window, Mbit/s (both roles of a PS node)
+           "egress_mbit": (None if tx0 is None or tx1 is None
+                           else (tx1 - tx0) * 8 / window / 1e6),
            "warmup": a.warmup,
            "bucket_mb": a.bucket_mb if a.mode == "ddp" else None,
            "part": a.part if a.mode == "partition" else None,
