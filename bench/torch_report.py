@@ -67,6 +67,30 @@ for rate in rates:
     print("| %d | %.2f | %s | %s | %s | %s (%s) | %s | %s | %s (%s) | %s | %s |" % (
         rate, comp, fmt(ideal), fmt(fifo), fmt(pdef), fmt(pbest), pbest_label or "-",
         fmt(merc), fmt(ddp_cells.get("ddp-25")), fmt(dbest), dbest_label or "-", share, speed))
+
+# The same runs in the steady state: the median step-to-step period (what a long training
+# run sees; the window above also holds the pipeline's fill and drain once, which a
+# pipelined PS pays and DDP, done with an iteration's communication at step(), does not).
+print()
+for rate in rates:
+    def steady(label):
+        v = [r["step_median_s"] for r in runs if r["rate_mbit"] == rate and not r["tuning"]
+             and r["label"] == label and r.get("step_median_s") is not None]
+        return statistics.median(v) if v else None
+    ideal = cell(rate, lambda r: r["label"] == "ideal")
+    fifo, merc = steady("fifo"), steady("mercury")
+    ddp = {lab: steady(lab) for lab in {r["label"] for r in runs if r["rate_mbit"] == rate
+                                        and r["label"].startswith("ddp-")}}
+    ddp = {k: v for k, v in ddp.items() if v is not None}
+    if not merc or not ddp:
+        continue
+    best = min(ddp, key=ddp.get)
+    share = ("%d %%" % round(100 * (fifo - merc) / (fifo - ideal[0]))
+             if fifo and ideal and fifo > ideal[0] else "-")
+    print("Steady state at %d Mbit/s (median step-to-step s): fifo %s, mercury %.2f, DDP best "
+          "%.2f (%s): mercury %.2fx DDP, %s of the ideal gain" % (
+              rate, "%.2f" % fifo if fifo else "-", merc, ddp[best], best, ddp[best] / merc,
+              share))
 print()
 print("Tuning pass (one run per cell): " + "; ".join(
     "%d Mbit/s: %s" % (rate, ", ".join(v)) for rate, v in sorted(tuned.items())))
