@@ -276,10 +276,14 @@ uninstall:
 	-rmdir $(DESTDIR)$(PYTHONDIR)/mercury 2>/dev/null
 
 # Reference PS on the emulated cluster (cluster/): the paper's comparison and its short demo.
-.PHONY: bench-cluster demo-cluster bench-torch bench-baseline
+.PHONY: bench-cluster demo-cluster bench-torch bench-torch-trace bench-baseline
 # Real training (resnet18 on 2 emulated nodes, 4 rates) against DDP over gloo: ~55 min.
 bench-torch: $(BUILD)/mercury-ps $(BUILD)/mercuryd $(BUILD)/libmercury-ps.so
 	bench/torch_bench.sh
+
+# Where the link's time goes: one traced resnet18 run per mode at 400 Mbit/s, ~3 min.
+bench-torch-trace: $(BUILD)/mercury-ps $(BUILD)/mercuryd $(BUILD)/libmercury-ps.so
+	bench/torch_trace.sh mercury ddp fifo
 
 bench-cluster: $(BUILD)/mercury-ps $(BUILD)/mercuryd
 	cluster/bench.sh

@@ -19,21 +19,26 @@ import time
 SETTLE_S = 1.0  # slow start and the qdisc filling up: not measured
 
 
-def tx_bytes(iface):
-    """Bytes iface of this network namespace has sent (/proc/self/net/dev), or None. Counted
-    per packet handed to the device: a TCP segmentation burst counts its headers once, so a
-    link shaped to R carries less than R of these; what a bulk transfer reaches is the
-    reference a run's count compares with."""
+def tx_bytes(iface, netdev="/proc/self/net/dev"):
+    """Bytes iface has sent (netdev: /proc/<pid>/net/dev of a process in the namespace, or an
+    open file of it), or None. Counted per packet handed to the device: a TCP segmentation
+    burst counts its headers once, so a link shaped to R carries less than R of these; what a
+    bulk transfer reaches is the reference a run's count compares with."""
     if not iface:
         return None
     try:
-        with open("/proc/self/net/dev") as f:
-            for line in f:
-                name, _, counters = line.partition(":")
-                if name.strip() == iface:
-                    return int(counters.split()[8])
+        if isinstance(netdev, str):
+            with open(netdev) as f:
+                text = f.read()
+        else:
+            netdev.seek(0)
+            text = netdev.read()
     except OSError:
-        pass
+        return None
+    for line in text.splitlines():
+        name, _, counters = line.partition(":")
+        if name.strip() == iface:
+            return int(counters.split()[8])
     return None
 
 

@@ -66,18 +66,6 @@ one() {
 		"$d"/rank*.json | tee -a "$OUT"
 }
 
-# link_reference RATE: what node 0's egress sends in bulk (8 TCP connections to node 1, 3 s),
-# counted as the trainers count a run's bytes: the 100 % of the report's link use.
-link_reference() {
-	local bulk pid
-	cl_in 1 "$CL_PY" "$here/link_bulk.py" serve --bind "$(cl_ip 1)" --seconds 3 &
-	pid=$!
-	bulk=$(cl_in 0 "$CL_PY" "$here/link_bulk.py" send --to "$(cl_ip 1)" --seconds 3 --iface e0)
-	wait "$pid"
-	[ -n "$bulk" ] || { echo "bench-torch: the bulk reference failed" >&2; return 1; }
-	jq -c --argjson rate "$1" '. + {"label": "bulk", "mode": "bulk", "rate_mbit": $rate}' <<<"$bulk"
-}
-
 best_of() { # FILE: label of the fastest line
 	jq -rs 'min_by(.iter_s) | .label' "$1"
 }

@@ -79,6 +79,9 @@ def main():
     ap.add_argument("--out", default=".")
     ap.add_argument("--profile", default="")
     ap.add_argument("--timeline", default="", help="PS events of this rank (TSV) into this dir")
+    ap.add_argument("--phases", default="",
+                    help="per iteration, monotonic stamps of its start and of the end of its "
+                    "forward pass, backward pass and step() into this dir (phases.<rank>)")
     ap.add_argument("--iface", default=os.environ.get("GLOO_SOCKET_IFNAME", ""),
                     help="the node's link: its bytes sent in the window are recorded "
                     "(default: $GLOO_SOCKET_IFNAME)")
@@ -123,7 +126,7 @@ def main():
     # Per iteration, where the main thread is: the forward pass (in mercury.torch it also
     # waits for aggregates and applies updates), backward (in DDP it also waits for its
     # all-reduce), step.
-    stamps, forward_s, backward_s = [], [], []
+    stamps, forward_s, backward_s, phases = [], [], [], []
     for i in range(a.warmup + a.iters):
         if i == a.warmup:
             sync()
@@ -139,6 +142,9 @@ def main():
         tb = time.perf_counter()
         opt.step()
         stamps.append(time.perf_counter())
+        if a.phases:  # the same instants on the clock other processes see (CLOCK_MONOTONIC)
+            now, mono = time.perf_counter(), time.monotonic()
+            phases.append((i, mono - (now - ts), mono - (now - tf), mono - (now - tb), mono))
         if i >= a.warmup:
             forward_s.append(tf - ts)
             backward_s.append(tb - tf)
@@ -178,6 +184,10 @@ def main():
            "colocated_tcp": a.colocated_tcp if a.mode != "ddp" else None,
            "tagged": bool(getattr(opt, "tagged", False)),
            "tag_counts": list(getattr(opt, "tag_counts", (0, 0)))}
+    if a.phases:
+        with open(os.path.join(a.phases, "phases.%d" % r), "w") as f:
+            f.write("# iter\tstart\tforward_end\tbackward_end\tstep_end (CLOCK_MONOTONIC s)\n")
+            f.writelines("%d\t%.6f\t%.6f\t%.6f\t%.6f\n" % p for p in phases)
     with open(os.path.join(a.out, "rank%d.json" % r), "w") as f:
         json.dump(res, f)
     if a.mode == "ddp":

@@ -285,11 +285,25 @@ run_cell() {
 	rm -f "$one"
 }
 
+CL_PY=${CL_PY:-/usr/bin/python3}
+# link_reference RATE: one JSON line, what node 0's egress sends in bulk (8 TCP connections to
+# node 1, 3 s), counted as a trainer counts a run's bytes (bench/link_bulk.py): the 100 % of a
+# run's link use.
+link_reference() {
+	local bulk pid
+	cl_in 1 "$CL_PY" "$CL_ROOT/bench/link_bulk.py" serve --bind "$(cl_ip 1)" --seconds 3 &
+	pid=$!
+	bulk=$(cl_in 0 "$CL_PY" "$CL_ROOT/bench/link_bulk.py" send --to "$(cl_ip 1)" --seconds 3 \
+		--iface e0)
+	wait "$pid"
+	[ -n "$bulk" ] || { echo "cluster: the bulk link reference failed" >&2; return 1; }
+	jq -c --argjson rate "$1" '. + {"label": "bulk", "mode": "bulk", "rate_mbit": $rate}' <<<"$bulk"
+}
+
 # run_torch DIR SCRIPT [args...]: one training process per node, launched by PyTorch's own
 # launcher (torch.distributed.run, static rendezvous at node 0) inside the node's namespace,
 # with node i's mercuryd socket. Logs in DIR/node<i>.log (launcher) and DIR/logs<i>/ (the
 # trainer's stdout/stderr). Returns non-zero when any node's launcher does.
-CL_PY=${CL_PY:-/usr/bin/python3}
 run_torch() {
 	local dir=$1 script=$2 i rc=0 pids=() cg=()
 	shift 2
