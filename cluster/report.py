@@ -57,7 +57,9 @@ meta = next((r for r in rows if r.get("mode") == "fifo"), {})
 print(f"Emulated cluster: {meta.get('nodes')} nodes, {meta.get('rate_mbit')} Mbit/s egress each "
       f"(10 GbE / {10000 / meta.get('rate_mbit', 400):.0f}), shaper {meta.get('shaper')}, "
       f"congestion control {meta.get('congestion_control')}; times are emulated seconds per "
-      f"iteration (divide by the time scale for real 10 GbE seconds).\n")
+      f"iteration (divide by the time scale for real 10 GbE seconds). Link util is e0's bytes "
+      f"sent (/proc/net/dev) over the rate: those count a TSO burst's headers once, so a full "
+      f"link reads about 0.96 at MTU 1500 (bulk TCP at 400 Mbit/s: 383).\n")
 for tag, title in [("", "MXNet placement (arrays > 1M parameters sliced over all servers)"),
                    ("-split", "every array split over all servers"),
                    ("-bal", "MXNet placement, compute scaled to comm/compute = 1 (B_eq = 10 Gbit/s x comm/compute)")]:
