@@ -412,6 +412,12 @@ static int wait_for(struct ps_node *n, bool (*cond)(struct ps_node *, long), lon
 	return 0;
 }
 
+/* layer_ready's argument for: is iteration iter's aggregate of layer here? */
+static long layer_ready_arg(int layer, uint64_t iter)
+{
+	return (long)(iter + 1) << 16 | layer;
+}
+
 static bool layer_ready(struct ps_node *n, long arg)
 {
 	int layer = (int)(arg & 0xffff);
@@ -536,7 +542,7 @@ int ps_node_wait_pull(struct ps_node *n, int layer, uint64_t iter, float *out)
 	if (iter >= n->pushed_iter[layer]) /* never pushed: would wait forever */
 		r = -EINVAL;
 	else
-		r = wait_for(n, layer_ready, (long)(iter + 1) << 16 | layer, "a layer's pull");
+		r = wait_for(n, layer_ready, layer_ready_arg(layer, iter), "a layer's pull");
 	if (out)
 		got = n->pull_dst[layer];
 	pthread_mutex_unlock(&n->mu);
@@ -556,7 +562,7 @@ int ps_node_pull_ready(struct ps_node *n, int layer, uint64_t iter)
 	if (iter >= n->pushed_iter[layer])
 		r = -EINVAL;
 	else
-		r = atomic_load(&n->failed) || layer_ready(n, (long)(iter + 1) << 16 | layer);
+		r = atomic_load(&n->failed) || layer_ready(n, layer_ready_arg(layer, iter));
 	pthread_mutex_unlock(&n->mu);
 	return r;
 }
