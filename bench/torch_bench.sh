@@ -26,8 +26,8 @@ DDP_GRID=${DDP_GRID:-5 100}
 OUT=${OUT:-$CL_ROOT/build/bench-torch-$MODEL.jsonl}
 MALLOC_TUNED=${MALLOC_TUNED:-1}
 [ "$MALLOC_TUNED" = 1 ] &&
-	export CL_TORCH_ENV="MALLOC_MMAP_THRESHOLD_=1073741824 MALLOC_TRIM_THRESHOLD_=1073741824" &&
-	export MALLOC_MMAP_THRESHOLD_=1073741824 MALLOC_TRIM_THRESHOLD_=1073741824 # the profile too
+	export CL_TORCH_ENV="$CL_TORCH_MALLOC_ENV" &&
+	export $CL_TORCH_MALLOC_ENV # two assignments, split on purpose: the profile too
 work=$(mktemp -d)
 trap 'rm -rf "$work"; cluster_down' EXIT
 trainer=$here/torch_train.py

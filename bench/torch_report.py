@@ -22,9 +22,10 @@ for r in runs:
     r["tuning"] = r["rate_mbit"] not in seen_fifo and r["label"] != "ideal"
 
 
-def cell(rate, pred):
-    v = sorted(r["iter_s"] for r in runs
-               if r["rate_mbit"] == rate and not r["tuning"] and pred(r))
+def cell(rate, pred, key="iter_s"):
+    """(median, min, max, runs) of key over the repeated runs at rate that pred picks."""
+    v = sorted(r[key] for r in runs if r["rate_mbit"] == rate and not r["tuning"]
+               and pred(r) and r.get(key) is not None)
     return (statistics.median(v), v[0], v[-1], len(v)) if v else None
 
 
@@ -74,9 +75,8 @@ for rate in rates:
 print()
 for rate in rates:
     def steady(label):
-        v = [r["step_median_s"] for r in runs if r["rate_mbit"] == rate and not r["tuning"]
-             and r["label"] == label and r.get("step_median_s") is not None]
-        return statistics.median(v) if v else None
+        c = cell(rate, lambda r: r["label"] == label, "step_median_s")
+        return c[0] if c else None
     ideal = cell(rate, lambda r: r["label"] == "ideal")
     fifo, merc = steady("fifo"), steady("mercury")
     ddp = {lab: steady(lab) for lab in {r["label"] for r in runs if r["rate_mbit"] == rate
@@ -97,9 +97,8 @@ print("Tuning pass (one run per cell): " + "; ".join(
 
 
 def med_of(rate, label, key, form="%.2f"):
-    v = [r[key] for r in runs if r["rate_mbit"] == rate and not r["tuning"] and
-         r["label"] == label and r.get(key) is not None]
-    return form % statistics.median(v) if v else "-"
+    c = cell(rate, lambda r: r["label"] == label, key)
+    return form % c[0] if c else "-"
 
 
 for r in runs:  # the share of the bulk transfer's bytes the run's window sent

@@ -28,8 +28,7 @@ CL_PFX=mtt$$
 MODEL=${MODEL:-resnet18} BATCH=${BATCH:-8} IMAGE=${IMAGE:-224} RATE=${RATE:-400}
 ITERS=${ITERS:-8} WARMUP=${WARMUP:-2} BUCKET_MB=${BUCKET_MB:-5}
 OUTDIR=${OUTDIR:-$CL_ROOT/build/torch-trace}
-# the same trainer environment as bench-torch's (MALLOC_TUNED=1 there)
-export CL_TORCH_ENV="MALLOC_MMAP_THRESHOLD_=1073741824 MALLOC_TRIM_THRESHOLD_=1073741824"
+export CL_TORCH_ENV="$CL_TORCH_MALLOC_ENV" # bench-torch's trainer environment
 
 cluster_up 2 "$RATE" mercuryd || exit 1
 serve_start || exit 1

@@ -51,11 +51,13 @@ def analyse(d, ref, skip):
     samples = read_rows(os.path.join(d, "link.tsv"))
     nodes = len(samples[0]) - 1 if samples else 0
     ranks = sorted(int(f.split(".")[1]) for f in os.listdir(d) if f.startswith("phases."))
+    phases = {r: read_rows(os.path.join(d, "phases.%d" % r)) for r in ranks}
     out = {"reference_mbit": ref, "ranks": []}
     for r in ranks:
         if r >= nodes:
-            sys.exit("torch_trace_report: rank %d has no node in link.tsv (%d columns)" % (r, nodes))
-        ph = [p for p in read_rows(os.path.join(d, "phases.%d" % r)) if p[0] >= skip]
+            sys.exit("torch_trace_report: rank %d has no node in link.tsv (%d columns)"
+                     % (r, nodes))
+        ph = [p for p in phases[r] if p[0] >= skip]
         if not ph:
             sys.exit("torch_trace_report: rank %d has no iteration after the first %d" % (r, skip))
         segs = rates(samples, r)
@@ -80,11 +82,12 @@ def analyse(d, ref, skip):
             "link_use_pct": use([(t0, t1)]),
             "link_under_half_pct": round(100 * low / (t1 - t0), 1) if t1 > t0 else None,
         })
-    return samples, ranks, out
+    return samples, phases, out
 
 
-def strip(d, samples, ranks, ref, last):
-    ph = {r: read_rows(os.path.join(d, "phases.%d" % r)) for r in ranks}
+def strip(samples, ph, ref, last):
+    """Per rank its passes' starts, then its node's link, one character per BIN_S."""
+    ranks = sorted(ph)
     t0 = min(ph[r][max(0, len(ph[r]) - last)][1] for r in ranks)
     t1 = max(ph[r][-1][4] for r in ranks)
     n = int((t1 - t0) / BIN_S) + 1
@@ -115,7 +118,7 @@ def main():
     a = ap.parse_args()
     if a.reference_mbit <= 0:
         ap.error("the reference rate must be positive")
-    samples, ranks, out = analyse(a.dir, a.reference_mbit, a.skip)
+    samples, phases, out = analyse(a.dir, a.reference_mbit, a.skip)
     if a.json:
         print(json.dumps(out))
         return
@@ -128,7 +131,7 @@ def main():
             r["step_median_s"], r["link_use_forward_pct"], r["link_use_backward_pct"],
             r["link_use_pct"], r["link_under_half_pct"]))
     print()
-    print("\n".join(strip(a.dir, samples, ranks, a.reference_mbit, a.strip)))
+    print("\n".join(strip(samples, phases, a.reference_mbit, a.strip)))
 
 
 if __name__ == "__main__":

@@ -286,6 +286,9 @@ run_cell() {
 }
 
 CL_PY=${CL_PY:-/usr/bin/python3}
+# A trainer's glibc keeps freed memory in its heap instead of unmapping big blocks (bench-torch's
+# MALLOC_TUNED=1, the trace's): PyTorch's activations are not faulted back in every step.
+CL_TORCH_MALLOC_ENV="MALLOC_MMAP_THRESHOLD_=1073741824 MALLOC_TRIM_THRESHOLD_=1073741824"
 # link_reference RATE: one JSON line, what node 0's egress sends in bulk (8 TCP connections to
 # node 1, 3 s), counted as a trainer counts a run's bytes (bench/link_bulk.py): the 100 % of a
 # run's link use.
