@@ -93,6 +93,18 @@ for rate in $RATES; do
 		one "$rate" ddp-25 ddp --bucket-mb 25
 		one "$rate" "$bd" ddp --bucket-mb "${bd#ddp-}"
 	done
+	# The bound again at the compute the trainers had in this rate's mercury runs (their
+	# median compute_median_s over the profile's): on 2 shared cores the other trainer, the
+	# PS threads and the network stack take from it, and the updates run inside it.
+	scale=$(jq -rs --argjson rate "$rate" --argjson c "$compute" '[.[] |
+		select(.label == "mercury" and .rate_mbit == $rate and .compute_median_s != null) |
+		.compute_median_s] | sort | select(length > 0) |
+		(if length % 2 == 1 then .[length / 2 | floor] else (.[length / 2 - 1] + .[length / 2]) / 2 end) / $c' "$OUT")
+	if [ -n "$scale" ]; then
+		bound=$("$CL_ROOT/build/mercury-ps" ideal --profile "$prof" --nodes 2 --rate "${rate}mbit" \
+			--placement "$PLACEMENT" --time-scale "$scale" | jq .iter_s)
+		echo "{\"label\":\"ideal-run\",\"rate_mbit\":$rate,\"iter_s\":$bound,\"mode\":\"ideal\",\"time_scale\":$scale}" | tee -a "$OUT"
+	fi
 	cluster_down
 	trap 'rm -rf "$work"; cluster_down' EXIT
 done

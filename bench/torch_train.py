@@ -126,7 +126,7 @@ def main():
     # Per iteration, where the main thread is: the forward pass (in mercury.torch it also
     # waits for aggregates and applies updates), backward (in DDP it also waits for its
     # all-reduce), step.
-    stamps, forward_s, backward_s, phases = [], [], [], []
+    stamps, forward_s, backward_s, compute_s, phases = [], [], [], [], []
     for i in range(a.warmup + a.iters):
         if i == a.warmup:
             sync()
@@ -134,7 +134,7 @@ def main():
             main0 = time.thread_time()
             threads0 = _threads()
             tx0 = tx_bytes(a.iface)
-        ts = time.perf_counter()
+        ts, ws = time.perf_counter(), _waited(opt)
         opt.zero_grad()
         loss = loss_fn(net(x), y)
         tf = time.perf_counter()
@@ -148,6 +148,7 @@ def main():
         if i >= a.warmup:
             forward_s.append(tf - ts)
             backward_s.append(tb - tf)
+            compute_s.append(tb - ts - (_waited(opt) - ws))
     sync()  # every pending update applied: the last iteration's communication counts
     window = time.perf_counter() - t0
     per_iter = window / a.iters
@@ -170,6 +171,10 @@ def main():
            "step_median_s": statistics.median(steps) if steps else None,
            "forward_median_s": statistics.median(forward_s),
            "backward_median_s": statistics.median(backward_s),
+           # mercury.torch: the main thread's forward and backward passes less the time it
+           # was blocked on aggregates: the compute this run had, on this machine's shared
+           # cores (DDP's backward holds its all-reduce and cannot be split)
+           "compute_median_s": (statistics.median(compute_s) if a.mode != "ddp" else None),
            # what left the node's link in the window, Mbit/s (both roles of a PS node)
            "egress_mbit": (None if tx0 is None or tx1 is None
                            else (tx1 - tx0) * 8 / window / 1e6),

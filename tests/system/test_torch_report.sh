@@ -9,7 +9,8 @@ run() { # label mode iter_s step_s [egress_mbit]
 	printf '{"label":"%s","mode":"%s","rate_mbit":400,"iter_s":%s,"step_median_s":%s,' \
 		"$1" "$2" "$3" "$4"
 	printf '"compute_s":0.6,"cpu_s_per_iter":0.8,"egress_mbit":%s,' "${5:-null}"
-	printf '"forward_median_s":0.5,"backward_median_s":0.4,"cpu_by_thread":{"python3":0.7}}\n'
+	printf '"forward_median_s":0.5,"backward_median_s":0.4,"compute_median_s":0.7,'
+	printf '"cpu_by_thread":{"python3":0.7}}\n'
 }
 {
 	echo '{"label":"ideal","rate_mbit":400,"iter_s":1.0,"mode":"ideal"}'
@@ -22,6 +23,7 @@ run() { # label mode iter_s step_s [egress_mbit]
 		run ddp-25 ddp 1.35 1.35 280
 		run ddp-5 ddp 1.3$rep 1.3$rep 285
 	done
+	echo '{"label":"ideal-run","rate_mbit":400,"iter_s":1.05,"mode":"ideal","time_scale":1.1667}'
 } >"$dir/r.jsonl"
 
 out=$(python3 "$root/bench/torch_report.py" "$dir/r.jsonl") ||
@@ -33,6 +35,12 @@ check "mercury: the median of its three runs, with their spread" "[ '$(col 7)' =
 check "DDP's best bucket from the repeated runs (5 MB), not the tuning pass" \
 	"[ '$(col 9)' = '1.31 (1.30-1.32) (ddp-5)' ]"
 check "share of the ideal gain over the window: (1.41-1.11)/(1.41-1.0) = 73 %" "[ '$(col 10)' = '73 %' ]"
+check "the bound at the run's compute, with its scale" "[ '$(col 12)' = '1.05 (compute x1.17)' ]"
+check "the most any schedule could gain over DDP's best there: 1.31/1.05" \
+	"[ '$(col 13 | tr -d ' |')' = '1.25x' ]"
+check "share of that bound's gain: (1.41-1.11)/(1.41-1.05) = 83 %" \
+	"[ '$(col 14 | tr -d ' |')' = '83%' ]"
+check "the bound at the run's compute is no configuration" "! grep -q '| ideal-run |' <<<\"\$out\""
 check "the bulk reference is no configuration" "! grep -q '| bulk |' <<<\"\$out\""
 check "the bulk reference is named" "grep -q '400 Mbit/s shaped: 380 Mbit/s counted' <<<\"\$out\""
 merc=$(grep '^| 400 | mercury |' <<<"$out")
