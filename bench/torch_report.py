@@ -129,17 +129,19 @@ if bulk:
     print()
 print("| Mbit/s | configuration | s/iter | median step-to-step s | trainer CPU s/iter "
       "| of it the main thread | of it PS threads (mps-*) | blocked on aggregates s/iter "
-      "| forward s | backward s | link use | compute s (forward + backward less blocked) |")
-print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+      "| forward s | backward s | link use | compute s (forward + backward less blocked) "
+      "| main thread system s/iter (softirqs included) |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 for rate in rates:
     labels = []
     for r in runs:
         if r["rate_mbit"] == rate and not r["tuning"] and r["label"] not in labels + ["ideal", "ideal-run"]:
             labels.append(r["label"])
     for lab in labels:
-        print("| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+        print("| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             rate, lab, med_of(rate, lab, "iter_s"), med_of(rate, lab, "step_median_s"),
             med_of(rate, lab, "cpu_s_per_iter"), med_of(rate, lab, "main_thread_cpu_s_per_iter"),
             med_of(rate, lab, "ps_cpu_s"), med_of(rate, lab, "wait_s_per_iter"),
             med_of(rate, lab, "forward_median_s"), med_of(rate, lab, "backward_median_s"),
-            med_of(rate, lab, "link_use_pct", "%.0f %%"), med_of(rate, lab, "compute_median_s")))
+            med_of(rate, lab, "link_use_pct", "%.0f %%"), med_of(rate, lab, "compute_median_s"),
+            med_of(rate, lab, "main_thread_system_s_per_iter", "%.3f")))
