@@ -41,8 +41,13 @@ params=$(awk '/^layer/ { p += $3 } END { print p }' "$prof")
 echo "bench-torch: $MODEL ${IMAGE}x$IMAGE batch $BATCH: $params parameters ($((params * 4 / 1000000)) MB of gradients), compute $compute s a step on one thread here"
 # mercury.torch's placement (every PS mode alike), for the ideal bound of the same layout
 PLACEMENT=$(/usr/bin/python3 -c 'import sys; sys.path.insert(0, sys.argv[1]); import mercury.torch as mt; print(mt.DEFAULT_PLACEMENT)' "$CL_ROOT/python")
-comm_1g=$("$CL_ROOT/build/mercury-ps" ideal --profile "$prof" --nodes 2 --rate 1000mbit \
-	--placement "$PLACEMENT" | jq .comm_only_s)
+ideal_of() { # MBIT [ideal's options...]: mercury-ps ideal's JSON for this model on 2 nodes
+	local rate=$1
+	shift
+	"$CL_ROOT/build/mercury-ps" ideal --profile "$prof" --nodes 2 --rate "${rate}mbit" \
+		--placement "$PLACEMENT" "$@"
+}
+comm_1g=$(ideal_of 1000 | jq .comm_only_s)
 RATES=$(for r in $RATES; do
 	if [ "$r" = equal ]; then awk -v c="$comm_1g" -v t="$compute" 'BEGIN { printf "%d ", 1000 * c / t + 0.5 }'; else printf '%s ' "$r"; fi
 done)
@@ -73,8 +78,7 @@ best_of() { # FILE: label of the fastest line
 for rate in $RATES; do
 	cluster_up 2 "$rate" mercuryd || exit 1
 	serve_start || exit 1
-	ideal=$("$CL_ROOT/build/mercury-ps" ideal --profile "$prof" --nodes 2 --rate "${rate}mbit" \
-		--placement "$PLACEMENT" | jq .iter_s)
+	ideal=$(ideal_of "$rate" | jq .iter_s)
 	echo "{\"label\":\"ideal\",\"rate_mbit\":$rate,\"iter_s\":$ideal,\"mode\":\"ideal\"}" | tee -a "$OUT"
 	link_reference "$rate" | tee -a "$OUT"
 	: >"$work/tune_p" && : >"$work/tune_d"
@@ -101,8 +105,7 @@ for rate in $RATES; do
 		.compute_median_s] | sort | select(length > 0) |
 		(if length % 2 == 1 then .[length / 2 | floor] else (.[length / 2 - 1] + .[length / 2]) / 2 end) / $c' "$OUT")
 	if [ -n "$scale" ]; then
-		bound=$("$CL_ROOT/build/mercury-ps" ideal --profile "$prof" --nodes 2 --rate "${rate}mbit" \
-			--placement "$PLACEMENT" --time-scale "$scale" | jq .iter_s)
+		bound=$(ideal_of "$rate" --time-scale "$scale" | jq .iter_s)
 		echo "{\"label\":\"ideal-run\",\"rate_mbit\":$rate,\"iter_s\":$bound,\"mode\":\"ideal\",\"time_scale\":$scale}" | tee -a "$OUT"
 	fi
 	cluster_down
