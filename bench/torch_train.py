@@ -63,6 +63,23 @@ def _main_system_s():
     return int(st[st.rindex(")") + 2:].split()[12]) / os.sysconf("SC_CLK_TCK")
 
 
+def _main_sched():
+    """The calling thread's (voluntary switches, involuntary switches, migrations between
+    cores): each wake-up after a wait, and more so on the other core, starts with cold
+    caches, which shows as slower compute."""
+    keys = ("nr_voluntary_switches", "nr_involuntary_switches", "se.nr_migrations")
+    got = {}
+    try:
+        with open("/proc/thread-self/sched") as f:  # CONFIG_SCHED_DEBUG
+            for line in f:
+                k, _, v = line.partition(":")
+                if k.strip() in keys:
+                    got[k.strip()] = int(float(v))
+    except OSError:
+        return None
+    return tuple(got.get(k, 0) for k in keys)
+
+
 def _waited(opt):
     return getattr(opt, "wait_s", 0.0)
 
@@ -140,7 +157,7 @@ def main():
         if i == a.warmup:
             sync()
             t0, cpu0, wait0 = time.perf_counter(), time.process_time(), _waited(opt)
-            main0, sys0 = time.thread_time(), _main_system_s()
+            main0, sys0, sched0 = time.thread_time(), _main_system_s(), _main_sched()
             threads0 = _threads()
             tx0 = tx_bytes(a.iface)
         ts, ws = time.perf_counter(), _waited(opt)
@@ -165,6 +182,10 @@ def main():
     cpu_per_iter = (time.process_time() - cpu0) / a.iters  # PS threads included
     main_per_iter = (time.thread_time() - main0) / a.iters  # autograd, hooks, optimizer
     main_sys_per_iter = (_main_system_s() - sys0) / a.iters
+    sched1 = _main_sched()
+    main_sched = (None if sched0 is None or sched1 is None else
+                  dict(zip(("voluntary", "involuntary", "migrations"),
+                           ((b - b0) / a.iters for b0, b in zip(sched0, sched1)))))
     # where that CPU goes: the trainer's main thread, libmercury-ps's (mps-*), gloo's, ...
     threads1 = _threads()
     cpu_by_thread = _cpu_by_name(threads0, threads1, a.iters)
@@ -175,6 +196,7 @@ def main():
            "iter_s": per_iter, "cpu_s_per_iter": cpu_per_iter, "iters": a.iters,
            "cpu_by_thread": cpu_by_thread, "main_thread_cpu_s_per_iter": main_per_iter,
            "main_thread_system_s_per_iter": main_sys_per_iter,
+           "main_thread_sched_per_iter": main_sched,
            "switches_per_iter": switches,
            # mercury.torch: blocked on aggregates (communication showing through); the rest
            # of an iteration is compute and the CPU the PS and the network stack take from it
