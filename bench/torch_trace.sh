@@ -7,10 +7,11 @@
 # (bench/torch_trace_report.py). 100 % is a bulk transfer on the same link.
 #   bench/torch_trace.sh [MODE ...]   (modes: fifo partition mercury ddp; default mercury ddp)
 #   MODEL=resnet18 BATCH=8 IMAGE=224 RATE=400 ITERS=8 WARMUP=2 BUCKET_MB=5 OUTDIR=build/torch-trace
+#   TRAIN_ARGS="--conns 1": more torch_train.py options for every mode's trainers
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 case "${1:-}" in -h | --help)
-	sed -n '2,9p' "$0" | cut -c3-
+	sed -n '2,10p' "$0" | cut -c3-
 	exit 0
 	;;
 esac
@@ -28,6 +29,7 @@ CL_PFX=mtt$$
 MODEL=${MODEL:-resnet18} BATCH=${BATCH:-8} IMAGE=${IMAGE:-224} RATE=${RATE:-400}
 ITERS=${ITERS:-8} WARMUP=${WARMUP:-2} BUCKET_MB=${BUCKET_MB:-5}
 OUTDIR=${OUTDIR:-$CL_ROOT/build/torch-trace}
+read -ra train_args <<<"${TRAIN_ARGS:-}"
 export CL_TORCH_ENV="$CL_TORCH_MALLOC_ENV" # bench-torch's trainer environment
 
 cluster_up 2 "$RATE" mercuryd || exit 1
@@ -46,7 +48,8 @@ for mode in "${modes[@]}"; do
 	extra=(--bucket-mb "$BUCKET_MB")
 	[ "$mode" = ddp ] || extra=(--timeline "$d")
 	run_torch "$d" "$here/torch_train.py" --model "$MODEL" --batch "$BATCH" --image "$IMAGE" \
-		--mode "$mode" --iters "$ITERS" --warmup "$WARMUP" --out "$d" --phases "$d" "${extra[@]}"
+		--mode "$mode" --iters "$ITERS" --warmup "$WARMUP" --out "$d" --phases "$d" "${extra[@]}" \
+		"${train_args[@]}"
 	rc=$?
 	touch "$d/stop"
 	wait "$sampler"
