@@ -28,21 +28,26 @@ def build(name):
     return getattr(torchvision.models, name)(weights=None)
 
 
+def _thread_stat(path):
+    """(name, user seconds, system seconds) from a thread's stat file."""
+    with open(path) as f:
+        st = f.read()
+    fields = st[st.rindex(")") + 2:].split()
+    tick = os.sysconf("SC_CLK_TCK")
+    return st[st.index("(") + 1:st.rindex(")")], int(fields[11]) / tick, int(fields[12]) / tick
+
+
 def _threads():
     """Per thread of this process: {tid: (name, CPU seconds, context switches)}."""
-    tick = os.sysconf("SC_CLK_TCK")
     out = {}
     for tid in os.listdir("/proc/self/task"):
         try:
-            with open("/proc/self/task/%s/stat" % tid) as f:
-                st = f.read()
+            name, user, system = _thread_stat("/proc/self/task/%s/stat" % tid)
             with open("/proc/self/task/%s/status" % tid) as f:
                 switches = sum(int(line.split()[1]) for line in f if "ctxt_switches" in line)
         except OSError:  # the thread ended meanwhile
             continue
-        name = st[st.index("(") + 1:st.rindex(")")]
-        fields = st[st.rindex(")") + 2:].split()
-        out[tid] = (name, (int(fields[11]) + int(fields[12])) / tick, switches)  # utime + stime
+        out[tid] = (name, user + system, switches)
     return out
 
 
@@ -58,9 +63,7 @@ def _main_system_s():
     """The calling thread's system time, seconds. With tick accounting and no
     CONFIG_IRQ_TIME_ACCOUNTING (this VM) it also holds the softirqs, the network stack's
     among them, that ran on its core while it was the current thread."""
-    with open("/proc/thread-self/stat") as f:
-        st = f.read()
-    return int(st[st.rindex(")") + 2:].split()[12]) / os.sysconf("SC_CLK_TCK")
+    return _thread_stat("/proc/thread-self/stat")[2]
 
 
 def _main_sched():
