@@ -22,12 +22,26 @@ def counters(tag, i):
         return [int(x) for x in f.read().split()]
 
 
-out_segs = retrans = tx = 0
+out_segs = retrans = tx = timeouts = 0
 for i in range(n):
     a, b = counters("c0", i), counters("c1", i)
     out_segs += b[0] - a[0]
     retrans += b[1] - a[1]
     tx += b[2] - a[2]
+    if len(a) > 3 and len(b) > 3:
+        timeouts += b[3] - a[3]
+
+
+def read_or(name, default):
+    try:
+        with open(f"{d}/{name}") as f:
+            return f.read().strip()
+    except OSError:
+        return default
+
+
+switch_drops = int(read_or("swdrop1", "0") or 0) - int(read_or("swdrop0", "0") or 0)
+fabric = read_or("fabric", "egress-only fabric (unshaped switch ports)")
 busy0, tot0, steal0 = (float(x) for x in cpu0.split())
 busy1, tot1, steal1 = (float(x) for x in cpu1.split())
 stolen = steal1 - steal0
@@ -61,6 +75,11 @@ res = {
     "out_segs": out_segs, "retrans_segs": retrans,
     "retrans_pct": round(100.0 * retrans / out_segs, 4) if out_segs else 0,
     "tx_bytes": tx,
+    # Retransmission timeouts (TcpExt TCPTimeouts, every node): with the minimum RTO scaled
+    # with time, one costs more than an iteration.
+    "timeouts": timeouts,
+    "switch_drops": switch_drops,
+    "fabric": fabric,
     "link_util": round(tx * 8 / (n * rate * 1e6 * (t1 - t0)), 4),
     "host_cpu_busy": round((busy1 - busy0) / (tot1 - tot0), 3) if tot1 > tot0 else None,
     # Share of the VM's CPU time the hypervisor took: above a few % the timing is suspect.
@@ -71,6 +90,7 @@ res = {
     "tags_service": sum(x.get("tags_service", 0) for x in nodes),
     "tag_errors": sum(x.get("tag_errors", 0) for x in nodes),
     "split_sockets": sum(x.get("split_sockets", 0) for x in nodes),
+    "conns": nodes[0].get("conns"), "rcvbuf": nodes[0].get("rcvbuf"),
     "part": nodes[0].get("part"), "credit": nodes[0].get("credit"),
     "split_all": nodes[0].get("split_all"), "shrink": nodes[0].get("shrink"),
     "time_scale": nodes[0].get("time_scale"),

@@ -1,6 +1,28 @@
-# Emulated PS cluster: N network namespaces, each node's veth into one bridge (in its own
-# namespace), each node's egress a bottleneck of RATE_MBIT. Source it; it installs a trap
+# Emulated PS cluster: N network namespaces, each node's veth into a switch (bridges in a
+# namespace of their own), each link full duplex at RATE_MBIT. Source it; it installs a trap
 # that removes every namespace, pin and process it created, even on failure.
+#
+# Fabric (CL_FABRIC):
+#   duplex    (default) both directions of every link are bottlenecks: the node's egress is
+#             shaped by its own qdisc (below), and the switch port towards each node is a FIFO
+#             of CL_PORT_BUF bytes drained at the node's rate (tbf), as a top-of-rack port in
+#             front of a downlink is. N-to-1 traffic (every worker pushing to one server)
+#             queues and drops there, as it does in a real cluster.
+#   egress    the earlier emulation, kept for comparison: only node egress is shaped, the
+#             switch ports are unshaped (infinitely fast downlinks, nothing ever queues).
+#   tworack   duplex, with the nodes split over two switches joined by one uplink of
+#             (nodes per rack x rate / CL_OVERSUB) in each direction, a FIFO of CL_PORT_BUF.
+# Switch ports (CL_PORT_QUEUES): 1 = one FIFO (default); 4 or 8 = strict-priority queues
+# chosen by the packet's DSCP (u32 on the DS field into an htb tree, as a switch with a
+# DSCP-to-queue map and strict-priority scheduling does); the nodes' classifiers then write
+# each packet's level as DSCP (mercuryd attach --dscp, cl_dscp_list).
+#
+# Port buffer: CL_PORT_BUF_REAL (2 MiB) is what one 10/25 GbE port of a shared-buffer ToR
+# switch can hold under congestion (e.g. 32 MB shared by 32-48 ports, with dynamic
+# thresholds letting a congested port take a few MB: docs/fabric.md). The emulation divides
+# parameter counts by the model's shrink K and multiplies time by SCALE / K, so a real buffer
+# of B bytes is B / K emulated bytes: the same share of a tensor, drained in the same scaled
+# time. cluster_fabric_shrink K sets it per model; CL_PORT_BUF overrides it in bytes.
 #
 # Shapers (identical htb tree in every mode, so that only scheduling differs):
 #   mercuryd  `mercuryd attach e0 --qdisc htb --rate R` on every node; fifo/partition runs
@@ -28,6 +50,12 @@ CL_BANDS=${CL_BANDS:-15}
 # Share of the VM's CPU time the hypervisor may take during a run before its timing is suspect
 # (bench.sh runs such a cell again; report.py and demo.sh name it).
 CL_STEAL_MAX=${STEAL_MAX:-0.05}
+CL_FABRIC=${CL_FABRIC:-duplex}
+CL_PORT_BUF_REAL=${CL_PORT_BUF_REAL:-2097152}
+CL_PORT_QUEUES=${CL_PORT_QUEUES:-1}
+CL_OVERSUB=${CL_OVERSUB:-2}
+CL_PORT_BUF_SET=${CL_PORT_BUF:-} # an explicit buffer in emulated bytes, whatever the shrink
+CL_PORT_BUF=${CL_PORT_BUF:-$((CL_PORT_BUF_REAL / 2))}
 CL_NODES=0
 CL_SHAPER=tc
 CL_PIDS=()
@@ -82,15 +110,31 @@ cluster_up() {
 	local n=$1 rate=$2 i
 	CL_SHAPER=$3
 	CL_RATE_MBIT=$rate
+	case $CL_FABRIC in duplex | egress | tworack) ;; *)
+		echo "cluster: CL_FABRIC is duplex, egress or tworack, not '$CL_FABRIC'" >&2
+		return 1 ;;
+	esac
+	case $CL_PORT_QUEUES in 1 | 2 | 4 | 8) ;; *)
+		echo "cluster: CL_PORT_QUEUES is 1 (FIFO), 2, 4 or 8, not '$CL_PORT_QUEUES'" >&2
+		return 1 ;;
+	esac
 	ip netns add "${CL_PFX}sw" || return 1
-	nsenter --net=/var/run/netns/"${CL_PFX}sw" ip link add br0 type bridge || return 1
-	nsenter --net=/var/run/netns/"${CL_PFX}sw" ip link set br0 up
+	cl_sw ip link add br0 type bridge || return 1
+	cl_sw ip link set br0 up
+	if [ "$CL_FABRIC" = tworack ]; then
+		cl_sw ip link add br1 type bridge || return 1
+		cl_sw ip link set br1 up
+		cl_sw ip link add u0 type veth peer name u1 || return 1
+		cl_sw ip link set u0 master br0 up
+		cl_sw ip link set u1 master br1 up
+	fi
 	for ((i = 0; i < n; i++)); do
 		ip netns add "$(cl_ns "$i")" || return 1
 		CL_NODES=$((i + 1))
 		ip link add e0 netns "$(cl_ns "$i")" type veth peer name "s$i" \
 			netns "${CL_PFX}sw" || return 1
-		nsenter --net=/var/run/netns/"${CL_PFX}sw" ip link set "s$i" master br0 up
+		cl_sw ip link set "s$i" master "br$(cl_rack "$i" "$n")" up
+		port_shape "s$i" "$rate" || return 1
 		cl_in "$i" ip addr add "$(cl_ip "$i")/24" dev e0
 		cl_in "$i" ip link set e0 up
 		cl_in "$i" ip link set lo up
@@ -104,9 +148,82 @@ cluster_up() {
 		cl_in "$i" sysctl -qw net.ipv4.tcp_slow_start_after_idle=0
 		shaper_attach "$i" "$rate" || return 1
 	done
+	if [ "$CL_FABRIC" = tworack ]; then
+		CL_UPLINK_MBIT=$(((n + 1) / 2 * rate / CL_OVERSUB))
+		port_shape u0 "$CL_UPLINK_MBIT" && port_shape u1 "$CL_UPLINK_MBIT" || return 1
+	fi
 	local cc
 	cc=$(cl_in 0 sysctl -n net.ipv4.tcp_congestion_control)
-	echo "cluster: $n nodes ($CL_PFX), egress ${rate} Mbit/s each, shaper $CL_SHAPER, congestion control $cc, slow start after idle off"
+	echo "cluster: $n nodes ($CL_PFX), links ${rate} Mbit/s, $(fabric_desc), shaper $CL_SHAPER, congestion control $cc, slow start after idle off"
+}
+
+cl_sw() { nsenter --net=/var/run/netns/"${CL_PFX}sw" "$@"; }
+# cl_rack I N: the switch (0 or 1) node I of N hangs off.
+cl_rack() { [ "$CL_FABRIC" = tworack ] && [ "$1" -ge $((($2 + 1) / 2)) ] && echo 1 || echo 0; }
+
+fabric_desc() {
+	local ports="FIFO ports of $CL_PORT_BUF bytes"
+	[ "$CL_PORT_QUEUES" -gt 1 ] &&
+		ports="$CL_PORT_QUEUES strict-priority DSCP queues of $CL_PORT_BUF bytes per port"
+	case $CL_FABRIC in
+	egress) echo "egress-only fabric (unshaped switch ports)" ;;
+	duplex) echo "full duplex, $ports" ;;
+	tworack) echo "two racks, ${CL_UPLINK_MBIT:-?} Mbit/s uplink (${CL_OVERSUB}:1), full duplex, $ports" ;;
+	esac
+}
+
+# The DSCP the nodes' classifiers write for band B of CL_BANDS (CL_PORT_QUEUES > 1):
+# 32 + B, an unused block of values in the emulation (docs/fabric.md for real networks).
+cl_dscp_of() { echo $((32 + $1)); }
+cl_dscp_list() {
+	local b l=""
+	for ((b = 0; b < CL_BANDS; b++)); do l+="${l:+,}$(cl_dscp_of "$b")"; done
+	echo "$l"
+}
+# The switch queue (0 = served first) of band B: bands spread evenly over the queues.
+cl_queue_of() { echo $(($1 * CL_PORT_QUEUES / CL_BANDS)); }
+
+# port_shape DEV RATE_MBIT: the switch side of a link, DEV's egress in the switch namespace,
+# is a FIFO (tbf) or CL_PORT_QUEUES strict-priority queues (htb leaves prio 0..Q-1, each a
+# bfifo of the port buffer, chosen by u32 on the DS field; unknown DSCP, e.g. untagged
+# traffic and pure ACKs, goes to queue 0 as it goes to the nodes' default band 0).
+port_shape() {
+	local dev=$1 rate=$2 q b cls
+	[ "$CL_FABRIC" = egress ] && return 0
+	cl_sw tc qdisc del dev "$dev" root 2>/dev/null
+	if [ "$CL_PORT_QUEUES" -le 1 ]; then
+		cl_sw tc qdisc add dev "$dev" root handle 5: tbf rate "${rate}mbit" burst 64kb \
+			limit "$CL_PORT_BUF" || return 1
+		return 0
+	fi
+	cl_sw tc qdisc add dev "$dev" root handle 5: htb default 10 || return 1
+	cl_sw tc class add dev "$dev" parent 5: classid 5:1 htb rate "${rate}mbit" ceil "${rate}mbit" \
+		burst 64k cburst 64k || return 1
+	for ((q = 0; q < CL_PORT_QUEUES; q++)); do
+		cls=5:$((10 + q))
+		cl_sw tc class add dev "$dev" parent 5:1 classid "$cls" htb rate 1mbit \
+			ceil "${rate}mbit" burst 64k cburst 64k prio "$q" || return 1
+		cl_sw tc qdisc add dev "$dev" parent "$cls" bfifo limit "$CL_PORT_BUF" || return 1
+	done
+	for ((b = 0; b < CL_BANDS; b++)); do
+		cls=5:$((10 + $(cl_queue_of "$b")))
+		cl_sw tc filter add dev "$dev" parent 5: protocol ip prio 1 u32 \
+			match ip dsfield $(($(cl_dscp_of "$b") << 2)) 0xfc flowid "$cls" || return 1
+		cl_sw tc filter add dev "$dev" parent 5: protocol ipv6 prio 2 u32 \
+			match ip6 priority $(($(cl_dscp_of "$b") << 2)) 0xfc flowid "$cls" || return 1
+	done
+}
+
+# cluster_fabric_shrink K: the port buffer for a model shrunk K times (CL_PORT_BUF_REAL / K
+# emulated bytes, unless CL_PORT_BUF was given), applied to every switch port.
+cluster_fabric_shrink() {
+	local i
+	[ -n "$CL_PORT_BUF_SET" ] || CL_PORT_BUF=$((CL_PORT_BUF_REAL / $1))
+	[ "$CL_FABRIC" = egress ] && return 0
+	for ((i = 0; i < CL_NODES; i++)); do port_shape "s$i" "$CL_RATE_MBIT" || return 1; done
+	if [ "$CL_FABRIC" = tworack ]; then
+		port_shape u0 "$CL_UPLINK_MBIT" && port_shape u1 "$CL_UPLINK_MBIT" || return 1
+	fi
 }
 
 shaper_attach() {
@@ -114,8 +231,10 @@ shaper_attach() {
 	if [ "$CL_SHAPER" = mercuryd ]; then
 		# One pin root per node: every node's interface is called e0, and with a shared
 		# pin root attach on node 1.. would find node 0's pins and leave e0 unshaped.
+		local dscp=()
+		[ "$CL_PORT_QUEUES" -gt 1 ] && dscp=(--dscp "$(cl_dscp_list)")
 		cl_in "$i" "$MERCURYD" --pin-root "$CL_PIN/n$i" attach e0 --qdisc htb \
-			--bands "$CL_BANDS" --rate "${rate}mbit" --default-band 0 >/dev/null || {
+			--bands "$CL_BANDS" --rate "${rate}mbit" --default-band 0 "${dscp[@]}" >/dev/null || {
 			echo "cluster: mercuryd attach failed on node $i" >&2
 			return 1
 		}
@@ -197,13 +316,26 @@ fastpath_start() {
 	done
 }
 
-# Kernel counters of node i: "OutSegs RetransSegs tx_bytes(e0)".
+# Kernel counters of node i: "OutSegs RetransSegs tx_bytes(e0) TCPTimeouts".
 counters() {
 	cl_in "$1" awk '
 		/^Tcp:/ { if (!h) { for (k = 1; k <= NF; k++) col[$k] = k; h = 1 }
 			  else { out = $col["OutSegs"]; re = $col["RetransSegs"] } }
 		END { print out, re }' /proc/net/snmp | tr '\n' ' '
-	cl_in "$1" awk -F'[: ]+' '$2 == "e0" { print $11 }' /proc/net/dev
+	cl_in "$1" awk -F'[: ]+' '$2 == "e0" { print $11 }' /proc/net/dev | tr '\n' ' '
+	cl_in "$1" awk '
+		/^TcpExt:/ { if (!h) { for (k = 1; k <= NF; k++) col[$k] = k; h = 1 }
+			     else { print $col["TCPTimeouts"] } }' /proc/net/netstat
+}
+
+# Drops at the switch ports so far (sum over every port's qdiscs).
+switch_drops() {
+	[ "$CL_FABRIC" = egress ] && { echo 0; return; }
+	# a root qdisc counts its children's drops too: only roots
+	cl_sw tc -s qdisc show | awk '/^qdisc/ { root = / root / }
+		root && /dropped/ { for (k = 1; k <= NF; k++) if ($k == "(dropped") {
+			v = $(k + 1); gsub(",", "", v); d += v } }
+		END { print d + 0 }'
 }
 
 # "busy total steal" jiffies of this VM: steal is CPU time the hypervisor gave to someone
@@ -222,6 +354,7 @@ run_ps() {
 	if [ "$mode" = mercury ] && [ "$CL_SHAPER" = tc ]; then extra+=(--sock-prio 0x4d450010); fi
 	if [ "$mode" = mercury ] && [ "$CL_SHAPER" = mercuryd ]; then extra+=(--bands "$CL_BANDS"); fi
 	for ((i = 0; i < CL_NODES; i++)); do counters "$i" >"$tmp/c0.$i"; done
+	switch_drops >"$tmp/swdrop0"
 	cpu0=$(cpu_busy_jiffies)
 	t0=$(date +%s.%N)
 	local pids=()
@@ -243,6 +376,8 @@ run_ps() {
 	t1=$(date +%s.%N)
 	cpu1=$(cpu_busy_jiffies)
 	for ((i = 0; i < CL_NODES; i++)); do counters "$i" >"$tmp/c1.$i"; done
+	switch_drops >"$tmp/swdrop1"
+	fabric_desc >"$tmp/fabric"
 	if [ -n "${CL_KEEP_TIMELINES:-}" ]; then
 		cp "$tmp/tl.0" "$CL_KEEP_TIMELINES/$label.$model.tl" 2>/dev/null
 		[ -n "${CL_KEEP_ALL_NODES:-}" ] && for ((i = 0; i < CL_NODES; i++)); do

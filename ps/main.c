@@ -50,6 +50,9 @@ static void usage(FILE *f)
 	    "Options:\n"
 	    "  --port P          server port (default 9555; local: P, P+1, ...)\n"
 	    "  --conns K         connections per worker-server pair, mercury mode (16)\n"
+	    "  --rcvbuf B        mercury: SO_RCVBUF of each data connection's receiver, a bound\n"
+	    "                    on its bytes in flight so that N-to-1 pushes do not overflow a\n"
+	    "                    switch port (65536; 0: kernel autotuning)\n"
 	    "  --bands N         bands of mercuryd's interfaces (`attach --bands`, 8): sockets\n"
 	    "                    follow its N - 2 layer groups, mercury mode\n"
 	    "  --chunk N         aggregation chunk, parameters (65536)\n"
@@ -158,6 +161,8 @@ static void print_result(const struct ps_config *c, const struct ps_profile *p, 
 			       json_object_new_int(c->mode != PS_MERCURY   ? 1
 						   : c->conns < p->nlayers ? c->conns
 									   : p->nlayers));
+	json_object_object_add(o, "rcvbuf",
+			       json_object_new_int(c->mode == PS_MERCURY ? c->rcvbuf : 0));
 	add_bool(o, "tagged", r->tagged);
 	add_u64(o, "tags_fastpath", r->tags_fastpath);
 	add_u64(o, "tags_service", r->tags_service);
@@ -240,6 +245,7 @@ int main(int argc, char **argv)
 	    {"hosts", 1, 0, 'H'},
 	    {"port", 1, 0, 'P'},
 	    {"conns", 1, 0, 'k'},
+	    {"rcvbuf", 1, 0, 'F'},
 	    {"chunk", 1, 0, 'c'},
 	    {"part", 1, 0, 'x'},
 	    {"credit", 1, 0, 'C'},
@@ -316,6 +322,19 @@ int main(int argc, char **argv)
 		case 'k':
 			c.conns = atoi(optarg);
 			break;
+		case 'F': {
+			char *end;
+			long v = strtol(optarg, &end, 0);
+			if (*optarg == '\0' || *end || v < 0 || v > (64L << 20)) {
+				fprintf(stderr,
+					"mercury-ps: --rcvbuf '%s': give bytes, 0 to 67108864 "
+					"(0: the kernel's autotuning)\n",
+					optarg);
+				return 2;
+			}
+			c.rcvbuf = (int)v;
+			break;
+		}
 		case 'B':
 			c.tag_levels = atoi(optarg);
 			if (c.tag_levels < 2 || c.tag_levels > MERCURY_MAX_LEVELS) {

@@ -293,6 +293,14 @@ static void *acceptor(void *arg)
 	return NULL;
 }
 
+/* A bound on what one connection may have in flight: the receiver's window. Set before
+ * listen/connect so that the window scale agrees with it; accepted sockets inherit it. */
+static void bound_window(const struct ps_node *n, int fd)
+{
+	if (n->cfg.mode == PS_MERCURY && n->cfg.rcvbuf > 0)
+		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &n->cfg.rcvbuf, sizeof(n->cfg.rcvbuf));
+}
+
 static int connect_to(struct ps_node *n, int server, int index)
 {
 	struct sockaddr_in sa;
@@ -309,6 +317,7 @@ static int connect_to(struct ps_node *n, int server, int index)
 		int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 		if (fd < 0)
 			return -errno;
+		bound_window(n, fd);
 		if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
 			if (ps_write_msg(fd, &h, NULL, 0)) {
 				close(fd);
@@ -342,6 +351,9 @@ void ps_config_defaults(struct ps_config *c)
 	c->nodes = 1;
 	c->port = 9555;
 	c->conns = 16;
+	/* 64 KiB (the kernel doubles it): no switch port overflows when every worker's
+	 * connections to one server send at once (BENCHMARKS.md, "Full-duplex fabric"). */
+	c->rcvbuf = 65536;
 	c->chunk = 65536; /* 256 KiB of floats */
 	c->part = 1000000;
 	c->credit = 4000000;
@@ -554,6 +566,7 @@ static int listen_on(struct ps_node *n, char *err, size_t errlen)
 	sa.sin_addr.s_addr = htonl(INADDR_ANY);
 	n->listen_fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	setsockopt(n->listen_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	bound_window(n, n->listen_fd);
 	if (n->listen_fd < 0 || bind(n->listen_fd, (struct sockaddr *)&sa, sizeof(sa)) ||
 	    listen(n->listen_fd, 256)) {
 		int e = errno;

@@ -166,6 +166,9 @@ struct ps_config {
 	char hosts[PS_MAX_NODES][64];
 	uint16_t port;
 	int conns;	  /* connections per worker-server pair (mercury mode) */
+	int rcvbuf;	  /* mercury: SO_RCVBUF of every data connection's receiving end, a
+			   * bound on each connection's bytes in flight (incast); 0: the
+			   * kernel's autotuning */
 	uint64_t chunk;	  /* immediate-aggregation chunk, parameters */
 	uint64_t part;	  /* partition mode: parameters per partition */
 	uint64_t credit;  /* partition mode: parameters in flight, push to pull */
