@@ -214,16 +214,24 @@ port_shape() {
 	done
 }
 
+# cluster_ports Q: every switch port becomes a FIFO (Q = 1) or Q strict-priority DSCP queues
+# between runs (the nodes must write DSCP: CL_DSCP=1 at cluster_up).
+cluster_ports() {
+	local i
+	CL_PORT_QUEUES=$1
+	for ((i = 0; i < CL_NODES; i++)); do port_shape "s$i" "$CL_RATE_MBIT" || return 1; done
+	if [ "$CL_FABRIC" = tworack ]; then
+		port_shape u0 "$CL_UPLINK_MBIT" && port_shape u1 "$CL_UPLINK_MBIT" || return 1
+	fi
+}
+
 # cluster_fabric_shrink K: the port buffer for a model shrunk K times (CL_PORT_BUF_REAL / K
 # emulated bytes, unless CL_PORT_BUF was given), applied to every switch port.
 cluster_fabric_shrink() {
 	local i
 	[ -n "$CL_PORT_BUF_SET" ] || CL_PORT_BUF=$((CL_PORT_BUF_REAL / $1))
 	[ "$CL_FABRIC" = egress ] && return 0
-	for ((i = 0; i < CL_NODES; i++)); do port_shape "s$i" "$CL_RATE_MBIT" || return 1; done
-	if [ "$CL_FABRIC" = tworack ]; then
-		port_shape u0 "$CL_UPLINK_MBIT" && port_shape u1 "$CL_UPLINK_MBIT" || return 1
-	fi
+	cluster_ports "$CL_PORT_QUEUES"
 }
 
 shaper_attach() {
@@ -232,7 +240,7 @@ shaper_attach() {
 		# One pin root per node: every node's interface is called e0, and with a shared
 		# pin root attach on node 1.. would find node 0's pins and leave e0 unshaped.
 		local dscp=()
-		[ "$CL_PORT_QUEUES" -gt 1 ] && dscp=(--dscp "$(cl_dscp_list)")
+		[ "$CL_PORT_QUEUES" -gt 1 ] || [ "${CL_DSCP:-0}" = 1 ] && dscp=(--dscp "$(cl_dscp_list)")
 		cl_in "$i" "$MERCURYD" --pin-root "$CL_PIN/n$i" attach e0 --qdisc htb \
 			--bands "$CL_BANDS" --rate "${rate}mbit" --default-band 0 "${dscp[@]}" >/dev/null || {
 			echo "cluster: mercuryd attach failed on node $i" >&2

@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# Mercury on a full-duplex fabric (make bench-fabric): every switch port a bounded buffer at
+# its node's rate, so N-to-1 pushes queue and drop there as in a real cluster.
+#
+# Per node count, one cluster whose nodes write each packet's level as DSCP (mercuryd attach
+# --dscp); between runs the switch ports are either one FIFO (what most fabrics give) or
+# PORT_QUEUES strict-priority queues chosen by DSCP (a switch with a DSCP-to-queue map).
+# Modes, REPEAT times in turn per model (fifo, partition, mercury, mercury-dscp, fifo, ...):
+#   fifo          vanilla PS, untagged, FIFO ports
+#   partition     ByteScheduler with the (P, C) tuned per model by cluster/tune.sh on the
+#                 egress-only fabric (cluster/RESULTS.md; not re-tuned here: TUNED overrides)
+#   mercury       Mercury's defaults, FIFO ports: priority at the sender only
+#   mercury-dscp  Mercury's defaults, switch ports strict priority on DSCP
+#   ideal         the paper's bound (mercury-ps ideal: node egress only, so on this fabric a
+#                 lower bound that no schedule need reach)
+# Then a sweep of the port buffer (ResNet-50; partition left out) and the two-rack topology.
+#
+# Usage: cluster/fabric.sh [--models "resnet50 ..."] [--nodes "4 8"] [--repeat N]
+#        [--iters N] [--buffers "B..."] [--sweep-model M] [--tworack-models "M ..."]
+#        [--no-sweep] [--no-tworack] [--quick] [--out DIR]
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib.sh"
+
+MODELS="resnet50 vgg16 alexnet inception3 bert_base" NODE_COUNTS="4 8" REPEAT=3 ITERS=6
+SCALE=25 PORT_QUEUES=${PORT_QUEUES:-8} OUT=${OUT:-$CL_ROOT/build/bench-fabric}
+# Real per-port buffers of the sweep (bytes; divided by the shrink like the default 2 MiB)
+BUFFERS="524288 8388608 33554432" SWEEP_MODEL=resnet50 TWORACK_MODELS="resnet50 vgg16"
+SWEEP=1 TWORACK=1 PARTITION=1 BIG_NODES_MODELS=${BIG_NODES_MODELS:-"resnet50 vgg16"}
+# ByteScheduler's best (P, C) per model under MXNet placement, from cluster/tune.sh
+TUNED=${TUNED:-"resnet50:125000:2000000 vgg16:500000:8000000 alexnet:125000:2000000 inception3:125000:500000 bert_base:125000:2000000"}
+while [ $# -gt 0 ]; do
+	case $1 in
+	--models) MODELS=$2; shift ;;
+	--nodes) NODE_COUNTS=$2; shift ;;
+	--repeat) REPEAT=$2; shift ;;
+	--iters) ITERS=$2; shift ;;
+	--buffers) BUFFERS=$2; shift ;;
+	--sweep-model) SWEEP_MODEL=$2; shift ;;
+	--tworack-models) TWORACK_MODELS=$2; shift ;;
+	--no-sweep) SWEEP=0 ;;
+	--no-tworack) TWORACK=0 ;;
+	--quick) MODELS=resnet50 NODE_COUNTS=4 REPEAT=1 ITERS=3 SWEEP=0 TWORACK=0 ;;
+	--out) OUT=$2; shift ;;
+	-h | --help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+	*) echo "bench-fabric: unknown option $1 (--help)" >&2; exit 2 ;;
+	esac
+	shift
+done
+[[ $REPEAT =~ ^[1-9][0-9]*$ ]] || { echo "bench-fabric: --repeat takes a count >= 1" >&2; exit 2; }
+[[ $ITERS =~ ^[1-9][0-9]*$ ]] || { echo "bench-fabric: --iters takes a count >= 1" >&2; exit 2; }
+[ "$(id -u)" -eq 0 ] || { echo "bench-fabric: needs root (namespaces)" >&2; exit 77; }
+[ -x "$PS_BIN" ] && [ -x "$MERCURYD" ] || { echo "bench-fabric: run make first" >&2; exit 1; }
+RATE=$((10000 / SCALE))
+mkdir -p "$OUT"
+: >"$OUT/results.jsonl"
+export CL_DSCP=1
+
+tuned_of() { # MODEL K -> --part P --credit C (shrunk), ByteScheduler's defaults otherwise
+	local e p=1000000 c=4000000
+	for e in $TUNED; do [ "${e%%:*}" = "$1" ] && IFS=: read -r _ p c <<<"$e"; done
+	echo --part $((p / $2)) --credit $((c / $2))
+}
+
+# cell LABEL MODEL MODE PORT_QUEUES ARGS...: one run with the switch ports set first
+cell() {
+	local label=$1 model=$2 mode=$3 q=$4
+	shift 4
+	cluster_ports "$q" || return 1
+	run_cell "$OUT/results.jsonl" "$label" "$model" "$mode" "$@"
+}
+
+# model_cells TAG MODEL: ideal once, then every mode REPEAT times in turn
+model_cells() {
+	local tag=$1 model=$2 k ts args
+	k=$(shrink_of "$model")
+	ts=$(echo "$SCALE / $k" | bc -l)
+	cluster_rto_scaled "$ts" || return 1
+	cluster_fabric_shrink "$k" || return 1
+	args=(--iters "$ITERS" --warmup 1 --shrink "$k" --time-scale "$ts")
+	"$PS_BIN" ideal --profile "$CL_ROOT/models/$model.prof" --nodes "$CL_NODES" --rate "${RATE}mbit" \
+		--shrink "$k" --time-scale "$ts" |
+		jq -c --arg l "ideal$tag" --arg f "$(fabric_desc)" '. + {label: $l, fabric: $f}' >>"$OUT/results.jsonl"
+	for ((REP = 0; REP < REPEAT; REP++)); do
+		cell "fifo$tag" "$model" fifo 1 "${args[@]}"
+		# shellcheck disable=SC2046
+		[ "$PARTITION" = 1 ] &&
+			cell "partition$tag" "$model" partition 1 "${args[@]}" $(tuned_of "$model" "$k")
+		cell "mercury$tag" "$model" mercury 1 "${args[@]}"
+		cell "mercury-dscp$tag" "$model" mercury "$PORT_QUEUES" "${args[@]}"
+	done
+	REP=0
+	echo "bench-fabric: $model on $CL_NODES nodes ($tag) done" >&2
+}
+
+for n in $NODE_COUNTS; do
+	CL_FABRIC=duplex cluster_up "$n" "$RATE" mercuryd 2> >(grep -v quantum >&2) || exit 1
+	serve_start || exit 1
+	models=$MODELS
+	[ "$n" -gt 4 ] && models=$BIG_NODES_MODELS
+	for model in $models; do model_cells "-n$n" "$model" || exit 1; done
+	if [ "$SWEEP" = 1 ] && [ "$n" = 4 ]; then
+		for b in $BUFFERS; do
+			CL_PORT_BUF_REAL=$b PARTITION=0
+			model_cells "-n$n-buf$b" "$SWEEP_MODEL" || exit 1
+		done
+		PARTITION=1
+		CL_PORT_BUF_REAL=2097152
+	fi
+	cluster_down
+done
+if [ "$TWORACK" = 1 ]; then
+	n=${NODE_COUNTS##* }
+	CL_FABRIC=tworack cluster_up "$n" "$RATE" mercuryd 2> >(grep -v quantum >&2) || exit 1
+	serve_start || exit 1
+	for model in $TWORACK_MODELS; do model_cells "-n$n-tworack" "$model" || exit 1; done
+	cluster_down
+fi
+/usr/bin/python3 "$here/fabric_report.py" "$OUT/results.jsonl" | tee "$OUT/results.md"
