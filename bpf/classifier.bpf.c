@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * Mercury's TC egress classifier: the packet's byte offset in its socket's send stream
- * selects a tagged priority level, the level a qdisc band, the band skb->priority. It never
- * drops or rewrites a packet and always returns TC_ACT_UNSPEC so later filters still run.
+ * selects a tagged priority level, the level a qdisc band, the band skb->priority. With DSCP
+ * export on (mercuryd attach --dscp) a tagged packet's IP header also carries its band's
+ * DSCP. It never drops a packet and always returns TC_ACT_UNSPEC so later filters still run.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>

@@ -104,6 +104,8 @@ struct mercury_classify_ctx {
 	const struct mercury_iface_cfg *cfg;
 	__u32 outcome; /* enum mercury_outcome or MERCURY_NEEDS_SOCK */
 	__u32 seq;     /* sequence number of the first payload byte */
+	__u32 l3_off;  /* offset of the IP header (valid for MERCURY_NEEDS_SOCK) */
+	__u32 ipv6;    /* 1: that header is IPv6, 0: IPv4 */
 };
 
 /*
@@ -148,7 +150,7 @@ static __always_inline int mercury_skip_ipv6_ext(void *data, void *data_end, __u
  * for TCP segments with payload. The payload length comes from skb->len, never from the IP
  * length fields (GSO and BIG TCP packets carry 0 or the length of one segment there).
  */
-static __always_inline __u32 mercury_parse(struct __sk_buff *skb, __u32 *seq)
+static __always_inline __u32 mercury_parse(struct __sk_buff *skb, struct mercury_classify_ctx *c)
 {
 	void *data = (void *)(long)skb->data;
 	void *data_end = (void *)(long)skb->data_end;
@@ -168,6 +170,7 @@ static __always_inline __u32 mercury_parse(struct __sk_buff *skb, __u32 *seq)
 		proto = vh->h_vlan_encapsulated_proto;
 		off += sizeof(*vh);
 	}
+	c->l3_off = off;
 
 	if (proto == bpf_htons(ETH_P_IP)) {
 		struct iphdr *iph = data + off;
@@ -190,6 +193,7 @@ static __always_inline __u32 mercury_parse(struct __sk_buff *skb, __u32 *seq)
 			return MERCURY_OUT_MALFORMED;
 		if ((*(__u8 *)ip6 >> 4) != 6)
 			return MERCURY_OUT_MALFORMED;
+		c->ipv6 = 1;
 		off += sizeof(*ip6);
 		l4proto = mercury_skip_ipv6_ext(data, data_end, &off, ip6->nexthdr);
 		if (l4proto < 0)
@@ -210,7 +214,7 @@ static __always_inline __u32 mercury_parse(struct __sk_buff *skb, __u32 *seq)
 	if (hdrs == len)
 		return MERCURY_OUT_NO_PAYLOAD;
 	/* A SYN takes one sequence number before its data (TCP Fast Open). */
-	*seq = bpf_ntohl(th->seq) + th->syn;
+	c->seq = bpf_ntohl(th->seq) + th->syn;
 	return MERCURY_NEEDS_SOCK;
 }
 
@@ -288,8 +292,58 @@ static __always_inline bool mercury_begin(struct __sk_buff *skb, struct mercury_
 	if (!c->cfg || !c->cfg->nbands)
 		return false;
 	c->seq = 0;
-	c->outcome = mercury_parse(skb, &c->seq);
+	c->l3_off = 0;
+	c->ipv6 = 0;
+	c->outcome = mercury_parse(skb, c);
 	return true;
+}
+
+/*
+ * Writes dscp into the IP header at c->l3_off (parsed by mercury_parse: IPv4 with a valid
+ * ihl, or IPv6), keeping the two ECN bits. IPv4: the TOS byte, and the header checksum fixed
+ * incrementally (RFC 1624: HC' = ~(~HC + ~m + m') over the 16-bit word that holds the TOS).
+ * IPv6: the traffic class, which straddles the first two bytes (version, class, flow label);
+ * there is no header checksum. One bpf_skb_store_bytes() a packet, the header read directly:
+ * a program that writes packet data directly gets an unclone prologue run on every packet,
+ * and TCP transmits clones; the helper only copies a header that is not writable (TCP's
+ * pushed headers are). BPF_F_RECOMPUTE_CSUM keeps a CHECKSUM_COMPLETE skb's sum right.
+ * Returns false when the header could not be written (the packet still goes, unmarked).
+ */
+static __always_inline bool mercury_set_dscp(struct __sk_buff *skb,
+					     const struct mercury_classify_ctx *c, __u8 dscp)
+{
+	__u32 off = c->l3_off & 0xff; /* Ethernet + one VLAN tag: well below 256 */
+	void *data = (void *)(long)skb->data;
+	void *data_end = (void *)(long)skb->data_end;
+	__u8 *ip = data + off;
+
+	if ((void *)(ip + 12) > data_end) /* IPv4's first 12 bytes, IPv6's first 2 */
+		return false;
+	if (c->ipv6) {
+		__u8 tclass = (__u8)(dscp << 2 | ((ip[1] >> 4) & 0x03));
+		__u8 out[2] = {(__u8)((ip[0] & 0xf0) | tclass >> 4),
+			       (__u8)(tclass << 4 | (ip[1] & 0x0f))};
+
+		return !bpf_skb_store_bytes(skb, off, out, 2, BPF_F_RECOMPUTE_CSUM);
+	} else {
+		/* bytes 1..11: the new TOS, the 8 bytes between as they are, the new checksum */
+		__u8 out[11];
+		__u16 old_word, new_word, check;
+		__u32 sum;
+
+		__builtin_memcpy(out, ip + 1, 11);
+		out[0] = (__u8)(dscp << 2 | (ip[1] & 0x03));
+		__builtin_memcpy(&old_word, ip, 2);
+		new_word = old_word;
+		__builtin_memcpy((__u8 *)&new_word + 1, out, 1);
+		__builtin_memcpy(&check, ip + 10, 2);
+		sum = (__u16)~check + (__u32)(__u16)~old_word + new_word;
+		sum = (sum & 0xffff) + (sum >> 16);
+		sum = (sum & 0xffff) + (sum >> 16);
+		check = (__u16)~sum;
+		__builtin_memcpy(out + 9, &check, 2);
+		return !bpf_skb_store_bytes(skb, off + 1, out, 11, BPF_F_RECOMPUTE_CSUM);
+	}
 }
 
 /*
@@ -304,7 +358,7 @@ static __always_inline int mercury_finish(struct __sk_buff *skb, struct mercury_
 	struct mercury_sock_stats *ss = NULL;
 	__u64 outcome = c->outcome, band = conf->default_band, last, len;
 	struct mercury_stats *st;
-	bool kept = false;
+	bool kept = false, marked = false;
 	__u32 zero = 0;
 
 	if (outcome == MERCURY_NEEDS_SOCK) {
@@ -335,6 +389,9 @@ static __always_inline int mercury_finish(struct __sk_buff *skb, struct mercury_
 	barrier_var(band);
 	band &= MERCURY_MAX_BANDS - 1;
 	skb->priority = conf->skb_priority[band];
+	/* DSCP export: tagged packets only (their band, kept or not); others keep theirs. */
+	if (conf->dscp_on && outcome == MERCURY_OUT_TAGGED)
+		marked = mercury_set_dscp(skb, c, conf->dscp[band] & 0x3f);
 
 	len = skb->len;
 	st = bpf_map_lookup_elem(&stats, &zero);
@@ -349,6 +406,10 @@ static __always_inline int mercury_finish(struct __sk_buff *skb, struct mercury_
 		if (kept) {
 			st->order_kept.packets++;
 			st->order_kept.bytes += len;
+		}
+		if (marked) {
+			st->dscp_marked.packets++;
+			st->dscp_marked.bytes += len;
 		}
 	}
 	if (ss) {

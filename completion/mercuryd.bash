@@ -29,6 +29,7 @@ _mercuryd() {
 	--socket) COMPREPLY=($(compgen -f -- "$cur")); return ;;
 	--qdisc) COMPREPLY=($(compgen -W "auto mqprio prio ets htb tbf" -- "$cur")); return ;;
 	--hook) COMPREPLY=($(compgen -W "auto tcx clsact" -- "$cur")); return ;;
+	--dscp) COMPREPLY=($(compgen -W "off default" -- "$cur")); return ;;
 	--group) COMPREPLY=($(compgen -g -- "$cur")); return ;;
 	--bands | --rate | --default-band | --pid | --fd | --next | --offset | --len | --level | --metrics-interval)
 		return ;;
@@ -44,7 +45,7 @@ _mercuryd() {
 	case $cmd in
 	attach)
 		if [[ $cur == -* ]]; then
-			COMPREPLY=($(compgen -W "--qdisc --bands --rate --default-band --hook --force --from --help" -- "$cur"))
+			COMPREPLY=($(compgen -W "--qdisc --bands --rate --default-band --hook --dscp --force --from --help" -- "$cur"))
 		else
 			COMPREPLY=($(compgen -W "$(_mercuryd_ifaces)" -- "$cur"))
 		fi ;;

@@ -11,7 +11,7 @@
 #include <linux/types.h>
 #endif
 
-#define MERCURY_LAYOUT_VERSION 4
+#define MERCURY_LAYOUT_VERSION 5
 
 /* Priority levels carried by tags: 0 is the most urgent. */
 #define MERCURY_MAX_LEVELS 16
@@ -101,6 +101,8 @@ struct mercury_stats {
 	/* packets kept in their socket's previous, less urgent band because earlier packets of
 	 * the socket were still queued there: moving them up would reorder the TCP stream */
 	struct mercury_counter order_kept;
+	/* packets whose IP header got their band's DSCP (cfg.dscp_on; tagged packets only) */
+	struct mercury_counter dscp_marked;
 };
 
 /* Value of the array "cfg" (one entry), written by mercuryd at attach. */
@@ -109,6 +111,11 @@ struct mercury_iface_cfg {
 	__u32 default_band;
 	__u32 band_of_level[MERCURY_MAX_LEVELS]; /* level -> band, each < nbands */
 	__u32 skb_priority[MERCURY_MAX_BANDS];	 /* band -> skb->priority for the backend */
+	/* DSCP export: when dscp_on, a tagged packet's IP header (IPv4 TOS / IPv6 traffic class)
+	 * gets dscp[band] in its 6 DSCP bits, ECN bits kept, the IPv4 header checksum fixed;
+	 * other packets are left untouched. */
+	__u32 dscp_on;
+	__u8 dscp[MERCURY_MAX_BANDS]; /* band -> DSCP value 0..63 */
 };
 
 /*
@@ -224,6 +231,8 @@ struct mercury_attach_state {
 	__u64 netns_ino;       /* inode of the network namespace of ifindex (/proc/self/ns/net) */
 	__u32 saved_tree_objs; /* qdiscs, classes and filters in "saved_tree" */
 	__u32 saved_root;      /* handle of the replaced root (major << 16); 0 when none */
+	__u32 dscp_on;	       /* the DSCP export cfg has (kept here so re-attach is exact) */
+	__u8 dscp[MERCURY_MAX_BANDS];
 };
 
 #endif /* MERCURY_ABI_H */

@@ -23,11 +23,26 @@
 #include "tc_tree.h"
 #include "classifier.skel.h"
 
+/* Does the attach record carry the DSCP export asked for? Not given: anything matches. */
+static bool dscp_matches(const struct mercury_attach_state *st, const struct attach_args *a)
+{
+	uint8_t want[MERCURY_MAX_BANDS];
+	char err[128];
+
+	if (!a->dscp.given)
+		return true;
+	if (!a->dscp.on || !st->dscp_on)
+		return a->dscp.on == (bool)st->dscp_on;
+	if (dscp_opt_fill(&a->dscp, st->nbands, want, err, sizeof(err)))
+		return false;
+	return memcmp(want, st->dscp, st->nbands < MERCURY_MAX_BANDS ? st->nbands : 0) == 0;
+}
+
 /* Does the existing attach already give what was asked? Unset arguments match anything. */
 static bool attach_matches(const struct mercury_attach_state *st, const struct attach_args *a,
 			   int ifindex)
 {
-	return st->ifindex == (__u32)ifindex &&
+	return st->ifindex == (__u32)ifindex && dscp_matches(st, a) &&
 	       (a->backend == MERCURY_BACKEND_NONE || a->backend == st->backend) &&
 	       (a->bands == 0 || a->bands == st->nbands) &&
 	       (a->default_band < 0 || (__u32)a->default_band == st->default_band) &&
@@ -58,6 +73,7 @@ static void print_attached(const struct cli_ctx *ctx, const char *iface,
 		json_object_object_add(o, "qdisc_handle",
 				       json_object_new_int64(st->qdisc_handle >> 16));
 		json_object_object_add(o, "mqprio_hw", json_object_new_boolean(st->mqprio_hw));
+		json_object_object_add(o, "dscp", dscp_json(st->dscp_on, st->dscp, st->nbands));
 		json_object_object_add(o, "pins", json_object_new_string(dir));
 		if (why && *why)
 			json_object_object_add(o, "auto", json_object_new_string(why));
@@ -72,6 +88,12 @@ static void print_attached(const struct cli_ctx *ctx, const char *iface,
 	if (st->rate_bps)
 		printf(", rate %.0f Mbit/s", st->rate_bps * 8 / 1e6);
 	printf(", hook %s, pins %s\n", iface_hook_name(st->hook), dir);
+	if (st->dscp_on) {
+		char map[256];
+
+		dscp_text(st->dscp_on, st->dscp, st->nbands, map, sizeof(map));
+		printf("dscp (tagged packets, band 0 first): %s\n", map);
+	}
 	if (why && *why)
 		printf("auto: %s\n", why);
 }
@@ -280,6 +302,13 @@ static int plan_backend(const struct cli_ctx *ctx, struct attach_plan *p)
 	}
 	st->nbands = p->cfg.nbands; /* the backend may have fewer bands than asked (tbf: 3) */
 	st->default_band = p->cfg.default_band;
+	if (dscp_opt_fill(&a->dscp, st->nbands, st->dscp, err, sizeof(err))) {
+		cli_error(ctx, "attach %s: %s", a->iface, err);
+		return -1;
+	}
+	st->dscp_on = a->dscp.on;
+	p->cfg.dscp_on = st->dscp_on;
+	memcpy(p->cfg.dscp, st->dscp, sizeof(p->cfg.dscp));
 	st->layout_version = MERCURY_LAYOUT_VERSION;
 	st->ifindex = (__u32)p->ifindex;
 	st->netns_ino = current_netns_ino();

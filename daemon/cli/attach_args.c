@@ -16,6 +16,12 @@ static const struct cli_opt attach_opts[] = {
     {"rate", 'r', "R", "bottleneck rate for htb and tbf, e.g. 200mbit, 10gbit"},
     {"default-band", 'd', "B", "band of untagged traffic (default: the last, least urgent)"},
     {"hook", 'k', "auto|tcx|clsact", "tcx (kernel >= 6.6), clsact, or auto (tcx, else clsact)"},
+    {"dscp", 'D', "off|default|D0,D1,...",
+     "also write each tagged packet's band as DSCP into its IP header,\n"
+     "for switches with DSCP-to-queue maps: default is CS5,CS4,CS3,CS2\n"
+     "for bands 0..3 and CS0 after; or one value (0..63, cs0..cs7,\n"
+     "af11..af43, ef) per band, band 0 first, the last repeated\n"
+     "(default: off; untagged packets are never rewritten)"},
     {"force", 'f', NULL,
      "replace a root qdisc Mercury did not create (detach restores it),\n"
      "or re-attach with other settings"},
@@ -145,6 +151,10 @@ int attach_args_parse(int argc, char **argv, struct attach_args *a, char *err, s
 				return -EINVAL;
 			}
 			break;
+		case 'D':
+			if (dscp_opt_parse(optarg, &a->dscp, err, errlen))
+				return -EINVAL;
+			break;
 		case 'f':
 			a->force = true;
 			break;
@@ -177,6 +187,100 @@ int attach_args_parse(int argc, char **argv, struct attach_args *a, char *err, s
 		snprintf(err, errlen, "--default-band %d is not below --bands %u", a->default_band,
 			 a->bands);
 		return -EINVAL;
+	}
+	return 0;
+}
+
+static const struct {
+	const char *name;
+	uint8_t v;
+} dscp_names[] = {
+    {"cs0", 0},	  {"be", 0},	{"le", 1},    {"cs1", 8},   {"af11", 10}, {"af12", 12},
+    {"af13", 14}, {"cs2", 16},	{"af21", 18}, {"af22", 20}, {"af23", 22}, {"cs3", 24},
+    {"af31", 26}, {"af32", 28}, {"af33", 30}, {"cs4", 32},  {"af41", 34}, {"af42", 36},
+    {"af43", 38}, {"cs5", 40},	{"va", 44},   {"ef", 46},   {"cs6", 48},  {"cs7", 56},
+};
+
+uint8_t dscp_default_of_band(unsigned band)
+{
+	/* Class selectors every common default trust map ranks in this order; CS1 is left out
+	 * (scavenger, below best effort, in several vendors' defaults), CS6/CS7 are network
+	 * control's and EF is voice's (docs/switch-dscp.md). */
+	return band < 4 ? (uint8_t)((5 - band) << 3) : 0;
+}
+
+const char *dscp_name(unsigned v)
+{
+	for (size_t i = 0; i < sizeof(dscp_names) / sizeof(dscp_names[0]); i++)
+		if (dscp_names[i].v == v && strcmp(dscp_names[i].name, "be") != 0)
+			return dscp_names[i].name;
+	return NULL;
+}
+
+int dscp_opt_parse(const char *s, struct dscp_opt *d, char *err, size_t errlen)
+{
+	char buf[256], *rest = buf, *tok;
+
+	memset(d, 0, sizeof(*d));
+	d->given = 1;
+	if (strcmp(s, "off") == 0)
+		return 0;
+	d->on = true;
+	if (strcmp(s, "default") == 0) {
+		d->std = true;
+		return 0;
+	}
+	if (strlen(s) >= sizeof(buf) || !*s) {
+		snprintf(err, errlen, "--dscp '%s': give off, default or values like 40,32,24,0",
+			 s);
+		return -EINVAL;
+	}
+	strcpy(buf, s);
+	while ((tok = strsep(&rest, ","))) {
+		uint64_t v;
+		bool found = false;
+
+		if (d->n == MERCURY_MAX_BANDS) {
+			snprintf(err, errlen, "--dscp: at most %d values (one a band)",
+				 MERCURY_MAX_BANDS);
+			return -EINVAL;
+		}
+		for (size_t i = 0; i < sizeof(dscp_names) / sizeof(dscp_names[0]); i++)
+			if (strcasecmp(tok, dscp_names[i].name) == 0) {
+				v = dscp_names[i].v;
+				found = true;
+			}
+		if (!found && parse_uint(tok, 64, &v)) {
+			snprintf(err, errlen,
+				 "--dscp: '%s' is not a DSCP value (0..63, cs0..cs7, af11..af43, "
+				 "ef, va, le, be)",
+				 tok);
+			return -EINVAL;
+		}
+		d->v[d->n++] = (uint8_t)v;
+	}
+	if (d->n == 0) {
+		snprintf(err, errlen, "--dscp '%s': give off, default or values like 40,32,24,0",
+			 s);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int dscp_opt_fill(const struct dscp_opt *d, unsigned nbands, uint8_t out[MERCURY_MAX_BANDS],
+		  char *err, size_t errlen)
+{
+	memset(out, 0, MERCURY_MAX_BANDS);
+	if (!d->on)
+		return 0;
+	if (!d->std && d->n > nbands) {
+		snprintf(err, errlen, "--dscp lists %u values for %u bands", d->n, nbands);
+		return -EINVAL;
+	}
+	for (unsigned b = 0; b < MERCURY_MAX_BANDS; b++) {
+		unsigned src = b < nbands ? b : nbands - 1;
+
+		out[b] = d->std ? dscp_default_of_band(src) : d->v[src < d->n ? src : d->n - 1];
 	}
 	return 0;
 }

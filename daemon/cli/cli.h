@@ -3,6 +3,7 @@
 #define MERCURY_CLI_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "cli_opts.h"
 
@@ -32,5 +33,11 @@ void cli_error(const struct cli_ctx *ctx, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void cli_warn(const struct cli_ctx *ctx, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+
+/* The DSCP export of an interface (dscp_on, dscp[band] for nbands bands): a JSON array of
+ * {band, dscp, name} objects, or JSON null when off; and as text, "b0=40(cs5) b1=32(cs4)". */
+struct json_object;
+struct json_object *dscp_json(unsigned dscp_on, const unsigned char *dscp, unsigned nbands);
+void dscp_text(unsigned dscp_on, const unsigned char *dscp, unsigned nbands, char *buf, size_t len);
 
 #endif

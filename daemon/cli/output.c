@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <json-c/json.h>
 
+#include "attach_args.h"
 #include "cli.h"
 
 static void emit(const struct cli_ctx *ctx, const char *kind, const char *fmt, va_list ap)
@@ -36,4 +37,43 @@ void cli_warn(const struct cli_ctx *ctx, const char *fmt, ...)
 	va_start(ap, fmt);
 	emit(ctx, "warning", fmt, ap);
 	va_end(ap);
+}
+
+struct json_object *dscp_json(unsigned dscp_on, const unsigned char *dscp, unsigned nbands)
+{
+	struct json_object *list;
+
+	if (!dscp_on)
+		return NULL;
+	list = json_object_new_array();
+	for (unsigned b = 0; b < nbands && b < MERCURY_MAX_BANDS; b++) {
+		struct json_object *o = json_object_new_object();
+		const char *name = dscp_name(dscp[b]);
+
+		json_object_object_add(o, "band", json_object_new_int((int)b));
+		json_object_object_add(o, "dscp", json_object_new_int(dscp[b]));
+		json_object_object_add(o, "name", name ? json_object_new_string(name) : NULL);
+		json_object_array_add(list, o);
+	}
+	return list;
+}
+
+void dscp_text(unsigned dscp_on, const unsigned char *dscp, unsigned nbands, char *buf, size_t len)
+{
+	size_t used = 0;
+
+	buf[0] = '\0';
+	if (!dscp_on) {
+		snprintf(buf, len, "off");
+		return;
+	}
+	for (unsigned b = 0; b < nbands && b < MERCURY_MAX_BANDS && used < len; b++) {
+		const char *name = dscp_name(dscp[b]);
+		int n = snprintf(buf + used, len - used, "%sb%u=%u%s%s%s", b ? " " : "", b, dscp[b],
+				 name ? "(" : "", name ? name : "", name ? ")" : "");
+
+		if (n < 0)
+			break;
+		used += (size_t)n;
+	}
 }

@@ -89,6 +89,9 @@ static int show_one(const char *iface, void *arg)
 		json_object_object_add(o, "outcomes", outs);
 		/* packets held in their socket's previous band to keep its stream in order */
 		json_object_object_add(o, "order_kept", counter_json(&sum.order_kept));
+		/* the band -> DSCP map the classifier reads (null: off), and what it marked */
+		json_object_object_add(o, "dscp", dscp_json(cfg.dscp_on, cfg.dscp, st.nbands));
+		json_object_object_add(o, "dscp_marked", counter_json(&sum.dscp_marked));
 		json_object_array_add(w->list, o);
 		return 0;
 	}
@@ -110,6 +113,17 @@ static int show_one(const char *iface, void *arg)
 	printf("  kept in their socket's previous band (stream order): %llu packets, %llu bytes\n",
 	       (unsigned long long)sum.order_kept.packets,
 	       (unsigned long long)sum.order_kept.bytes);
+	{
+		char map[256];
+
+		dscp_text(cfg.dscp_on, cfg.dscp, st.nbands, map, sizeof(map));
+		printf("  dscp of tagged packets: %s", map);
+		if (cfg.dscp_on)
+			printf("; marked %llu packets, %llu bytes",
+			       (unsigned long long)sum.dscp_marked.packets,
+			       (unsigned long long)sum.dscp_marked.bytes);
+		printf("\n");
+	}
 	return 0;
 }
 

@@ -110,6 +110,18 @@ static int iface_metrics(const char *iface, void *arg)
 		put_label(f, iface);
 		fprintf(f, "\"} %llu\n", (unsigned long long)sum.order_kept.packets);
 		break;
+	case 8: /* the DSCP export: one series a band while it is on, none when off */
+		for (unsigned b = 0; st.dscp_on && b < st.nbands && b < MERCURY_MAX_BANDS; b++) {
+			fputs("mercury_band_dscp{iface=\"", f);
+			put_label(f, iface);
+			fprintf(f, "\",band=\"%u\"} %u\n", b, st.dscp[b]);
+		}
+		break;
+	case 9:
+		fputs("mercury_dscp_marked_packets_total{iface=\"", f);
+		put_label(f, iface);
+		fprintf(f, "\"} %llu\n", (unsigned long long)sum.dscp_marked.packets);
+		break;
 	}
 	return 0;
 }
@@ -128,6 +140,10 @@ static void datapath_metrics(FILE *f, const char *root)
 	    {"mercury_outcome_bytes_total", "counter", "Bytes by classifier decision."},
 	    {"mercury_order_kept_packets_total", "counter",
 	     "Packets kept in their socket's previous band so as not to reorder its stream."},
+	    {"mercury_band_dscp", "gauge",
+	     "DSCP written into tagged packets of each band (attach --dscp; absent when off)."},
+	    {"mercury_dscp_marked_packets_total", "counter",
+	     "Tagged packets whose IP header got their band's DSCP."},
 	};
 	struct iface_walk w = {.f = f, .root = root};
 	char path[PATH_MAX];

@@ -23,6 +23,7 @@
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <linux/if_arp.h>
+#include <linux/if_packet.h>
 #include <linux/if_ether.h>
 #include <linux/in.h>
 #include <linux/in6.h>
@@ -727,6 +728,8 @@ static void read_stats(const struct bpf_map *map, struct mercury_stats *sum)
 		}
 		sum->order_kept.packets += percpu[c].order_kept.packets;
 		sum->order_kept.bytes += percpu[c].order_kept.bytes;
+		sum->dscp_marked.packets += percpu[c].dscp_marked.packets;
+		sum->dscp_marked.bytes += percpu[c].dscp_marked.bytes;
 	}
 	free(percpu);
 }
@@ -887,6 +890,251 @@ static void test_order_guard(void **state)
 	read_stats(skel->maps.stats, &before);
 	assert_int_equal(before.order_kept.packets, after.order_kept.packets);
 	/* Leave the shared per-socket entry as the table rows expect it. */
+	ss.last_band = 0;
+	assert_int_equal(
+	    bpf_map_update_elem(bpf_map__fd(skel->maps.test_sock_stats), &zero, &ss, BPF_ANY), 0);
+}
+
+/* ---- DSCP export ------------------------------------------------------------------------ */
+
+#define DSCP_OF_BAND(b) ((uint8_t)(46 - 12 * (b))) /* 46, 34, 22: distinct, none 0 */
+
+static struct mercury_iface_cfg cfg3_dscp(void)
+{
+	struct mercury_iface_cfg c = cfg3();
+
+	c.dscp_on = 1;
+	for (unsigned int b = 0; b < MERCURY_MAX_BANDS; b++)
+		c.dscp[b] = DSCP_OF_BAND(b < 3 ? b : 2);
+	return c;
+}
+
+/* The ones'-complement sum of an IPv4 header: 0xffff when its checksum is right. */
+static uint16_t ipv4_sum(const uint8_t *ip, size_t len)
+{
+	uint32_t sum = 0;
+
+	for (size_t i = 0; i < len; i += 2)
+		sum += (uint32_t)(ip[i] << 8 | ip[i + 1]);
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	return (uint16_t)sum;
+}
+
+static void ipv4_fix_checksum(uint8_t *ip, size_t len)
+{
+	ip[10] = ip[11] = 0;
+	put16(ip + 10, (uint16_t)~ipv4_sum(ip, len));
+}
+
+/* Runs the test program on frame with the given socket view; out gets the packet after it. */
+static struct run_result run_dscp(const struct mercury_iface_cfg *cfg,
+				  const struct mercury_sock_tags *tags, const uint8_t *frame,
+				  size_t len, uint8_t *out)
+{
+	struct classifier_test_bpf *skel = fx.skel;
+	struct mercury_test_view view = {
+	    .has_sock = 1, .snd_una = 50000, .bytes_acked = 1500, .has_tags = tags != NULL};
+	struct __sk_buff ctx_in = {.priority = PRIO_UNSET}, ctx_out = {0};
+	LIBBPF_OPTS(bpf_test_run_opts, opts, .data_in = frame, .data_size_in = (uint32_t)len,
+		    .data_out = out, .data_size_out = FRAME_MAX, .ctx_in = &ctx_in,
+		    .ctx_size_in = sizeof(ctx_in), .ctx_out = &ctx_out,
+		    .ctx_size_out = sizeof(ctx_out), .repeat = 1);
+	struct run_result r = {0};
+
+	set_elem(skel->maps.cfg, cfg);
+	set_elem(skel->maps.test_view, &view);
+	if (tags)
+		set_elem(skel->maps.test_tags, tags);
+	assert_int_equal(
+	    bpf_prog_test_run_opts(bpf_program__fd(skel->progs.mercury_egress_test), &opts), 0);
+	assert_int_equal(opts.data_size_out, len);
+	r.retval = opts.retval;
+	r.priority = ctx_out.priority;
+	r.bytes_unchanged = memcmp(out, frame, len) == 0;
+	return r;
+}
+
+/* Every byte of out equals frame's except those in [from, to). */
+static void assert_same_outside(const char *name, const uint8_t *frame, const uint8_t *out,
+				size_t len, size_t from, size_t to)
+{
+	for (size_t i = 0; i < len; i++)
+		if ((i < from || i >= to) && frame[i] != out[i])
+			fail_msg("%s: byte %zu changed (%#x -> %#x)", name, i, frame[i], out[i]);
+}
+
+/*
+ * IPv4: a tagged packet's TOS gets its band's DSCP, its ECN bits stay, the header checksum
+ * stays valid (fixed incrementally), nothing else changes; with IP options and VLAN too.
+ */
+static void test_dscp_ipv4(void **state)
+{
+	static const struct {
+		const char *name;
+		struct pkt_spec pkt;
+		uint8_t tos;
+		int band;
+	} cases[] = {
+	    {"band 0, ECN CE", {TCP4(500)}, 0x03, 0},
+	    {"band 2, ECT(0), old DSCP replaced", {TCP4(1500)}, 0xb8 | 0x02, 2},
+	    {"band 0, vlan and options, ECT(1)",
+	     {TCP4(500), .vlan = true, .ip_opt_words = 3},
+	     0x01,
+	     0},
+	    {"retransmission at snd_una (band 2)",
+	     {.l3 = 4, .seq = 50000, .payload = 100},
+	     0x02,
+	     2},
+	    {"retransmission of acked bytes (band 0)",
+	     {.l3 = 4, .seq = 49000, .payload = 100},
+	     0x00,
+	     0},
+	};
+	struct mercury_iface_cfg cfg = cfg3_dscp();
+	struct mercury_stats before, after;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		uint8_t frame[FRAME_MAX], out[FRAME_MAX];
+		size_t len = build_frame(&cases[i].pkt, frame);
+		size_t l3 = cases[i].pkt.vlan ? 18 : 14, ihl = 20 + 4u * cases[i].pkt.ip_opt_words;
+		uint8_t want_tos = (uint8_t)(DSCP_OF_BAND(cases[i].band) << 2 | (cases[i].tos & 3));
+		struct run_result r;
+
+		print_message("[ DSCP     ] ipv4 %s\n", cases[i].name);
+		frame[l3 + 1] = cases[i].tos;
+		ipv4_fix_checksum(frame + l3, ihl);
+		read_stats(fx.skel->maps.stats, &before);
+		r = run_dscp(&cfg, &tags_basic, frame, len, out);
+		read_stats(fx.skel->maps.stats, &after);
+		assert_int_equal(r.retval, (uint32_t)TC_ACT_UNSPEC);
+		assert_int_equal(r.priority, PRIO_BASE + (uint32_t)cases[i].band);
+		if (out[l3 + 1] != want_tos)
+			fail_msg("%s: tos %#x, want %#x", cases[i].name, out[l3 + 1], want_tos);
+		if (ipv4_sum(out + l3, ihl) != 0xffff)
+			fail_msg("%s: IPv4 header checksum wrong after the rewrite (%#x)",
+				 cases[i].name, ipv4_sum(out + l3, ihl));
+		/* nothing else: the TOS byte and the checksum are the only bytes that differ */
+		assert_same_outside(cases[i].name, frame, out, l3 + 10, l3 + 1, l3 + 2);
+		assert_same_outside(cases[i].name, frame + l3 + 12, out + l3 + 12, len - l3 - 12, 0,
+				    0);
+		assert_int_equal(after.dscp_marked.packets - before.dscp_marked.packets, 1);
+		assert_int_equal(after.dscp_marked.bytes - before.dscp_marked.bytes, len);
+	}
+}
+
+/* IPv6: the traffic class (across bytes 0 and 1) gets the DSCP; version, ECN bits and the flow
+ * label stay; with extension headers too. */
+static void test_dscp_ipv6(void **state)
+{
+	static const struct {
+		const char *name;
+		struct pkt_spec pkt;
+		uint8_t tclass;
+		uint32_t flow;
+		int band;
+	} cases[] = {
+	    {"band 0, ECN CE, flow label", {TCP6(500)}, 0x03, 0xabcde, 0},
+	    {"band 2, ECT(0), old DSCP replaced", {TCP6(1500)}, 0xfe, 0x12345, 2},
+	    {"band 0, hop-by-hop, vlan",
+	     {TCP6(500), .vlan = true, .ext = {NEXTHDR_HOP}, .n_ext = 1},
+	     0x01,
+	     0xfffff,
+	     0},
+	};
+	struct mercury_iface_cfg cfg = cfg3_dscp();
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		uint8_t frame[FRAME_MAX], out[FRAME_MAX];
+		size_t len = build_frame(&cases[i].pkt, frame);
+		size_t l3 = cases[i].pkt.vlan ? 18 : 14;
+		uint32_t word = 6u << 28 | (uint32_t)cases[i].tclass << 20 | cases[i].flow, got;
+		uint8_t want_tc =
+		    (uint8_t)(DSCP_OF_BAND(cases[i].band) << 2 | (cases[i].tclass & 3));
+		struct run_result r;
+
+		print_message("[ DSCP     ] ipv6 %s\n", cases[i].name);
+		put32(frame + l3, word);
+		r = run_dscp(&cfg, &tags_basic, frame, len, out);
+		assert_int_equal(r.retval, (uint32_t)TC_ACT_UNSPEC);
+		assert_int_equal(r.priority, PRIO_BASE + (uint32_t)cases[i].band);
+		got = (uint32_t)out[l3] << 24 | (uint32_t)out[l3 + 1] << 16 |
+		      (uint32_t)out[l3 + 2] << 8 | out[l3 + 3];
+		if (got >> 28 != 6 || (got >> 20 & 0xff) != want_tc ||
+		    (got & 0xfffff) != cases[i].flow)
+			fail_msg("%s: first word %#x, want version 6, class %#x, flow %#x",
+				 cases[i].name, got, want_tc, cases[i].flow);
+		assert_same_outside(cases[i].name, frame, out, len, l3, l3 + 2);
+	}
+}
+
+/*
+ * What is left alone: DSCP export off (tagged packets unchanged); on, every packet that is not
+ * TAGGED (untagged socket, tag miss, no socket, pure ACK, UDP); nothing counted as marked.
+ */
+static void test_dscp_untouched(void **state)
+{
+	static const struct {
+		const char *name;
+		struct pkt_spec pkt;
+		const struct mercury_sock_tags *tags;
+		bool on;
+	} cases[] = {
+	    {"off: tagged ipv4", {TCP4(500)}, &tags_basic, false},
+	    {"off: tagged ipv6", {TCP6(500)}, &tags_basic, false},
+	    {"on: untagged socket", {TCP4(500)}, NULL, true},
+	    {"on: tag miss", {TCP4(2500)}, &tags_basic, true},
+	    {"on: pure ack", {.l3 = 4, .seq = SEQ_AT(500), .flags = TCP_ACK}, &tags_basic, true},
+	    {"on: udp", {.l3 = 6, .l4 = IPPROTO_UDP, .payload = 100}, &tags_basic, true},
+	};
+	struct mercury_stats before, after;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct mercury_iface_cfg cfg = cases[i].on ? cfg3_dscp() : cfg3();
+		uint8_t frame[FRAME_MAX], out[FRAME_MAX];
+		size_t len = build_frame(&cases[i].pkt, frame);
+
+		print_message("[ DSCP     ] %s\n", cases[i].name);
+		frame[14 + 1] = 0x21; /* a DSCP and ECN bit of the application's (v4 TOS / v6) */
+		read_stats(fx.skel->maps.stats, &before);
+		if (!run_dscp(&cfg, cases[i].tags, frame, len, out).bytes_unchanged)
+			fail_msg("%s: packet bytes changed", cases[i].name);
+		read_stats(fx.skel->maps.stats, &after);
+		assert_int_equal(after.dscp_marked.packets, before.dscp_marked.packets);
+	}
+}
+
+/* A packet the order guard keeps in its socket's previous band carries that band's DSCP. */
+static void test_dscp_order_guard(void **state)
+{
+	struct classifier_test_bpf *skel = fx.skel;
+	struct mercury_iface_cfg cfg = cfg3_dscp();
+	struct mercury_test_view view = {
+	    .has_sock = 1, .snd_una = 50000, .bytes_acked = 1500, .has_tags = 1, .queued = 1};
+	struct mercury_sock_stats ss = {.last_band = 2 + 1};
+	struct pkt_spec at_level0 = {TCP4(500)};
+	uint8_t frame[FRAME_MAX], out[FRAME_MAX];
+	struct __sk_buff ctx_in = {.priority = PRIO_UNSET}, ctx_out = {0};
+	size_t len = build_frame(&at_level0, frame);
+	LIBBPF_OPTS(bpf_test_run_opts, opts, .data_in = frame, .data_size_in = (uint32_t)len,
+		    .data_out = out, .data_size_out = FRAME_MAX, .ctx_in = &ctx_in,
+		    .ctx_size_in = sizeof(ctx_in), .ctx_out = &ctx_out,
+		    .ctx_size_out = sizeof(ctx_out), .repeat = 1);
+	uint32_t zero = 0;
+
+	(void)state;
+	set_elem(skel->maps.cfg, &cfg);
+	set_elem(skel->maps.test_tags, &tags_basic);
+	set_elem(skel->maps.test_view, &view);
+	assert_int_equal(
+	    bpf_map_update_elem(bpf_map__fd(skel->maps.test_sock_stats), &zero, &ss, BPF_ANY), 0);
+	assert_int_equal(
+	    bpf_prog_test_run_opts(bpf_program__fd(skel->progs.mercury_egress_test), &opts), 0);
+	assert_int_equal(ctx_out.priority, PRIO_BASE + 2);
+	assert_int_equal(out[14 + 1] >> 2, DSCP_OF_BAND(2));
 	ss.last_band = 0;
 	assert_int_equal(
 	    bpf_map_update_elem(bpf_map__fd(skel->maps.test_sock_stats), &zero, &ss, BPF_ANY), 0);
@@ -1097,6 +1345,99 @@ static void test_production_real_socket(void **state)
 	classifier_bpf__destroy(prod);
 }
 
+/*
+ * The DSCP export on a real socket (both kernels of the matrix run this): in a private network
+ * namespace with ECN on, the production program at lo egress with DSCP on, the client socket
+ * tagged at level 2; a packet socket on lo sees every data segment of the client carry band
+ * 2's DSCP with TCP's ECT(0) kept and a valid IPv4 header checksum, and the server's
+ * untagged segments keep the application's TOS.
+ */
+static void test_production_real_socket_dscp(void **state)
+{
+	enum { BYTES = 300000 };
+	DECLARE_LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = 1, .attach_point = BPF_TC_EGRESS);
+	DECLARE_LIBBPF_OPTS(bpf_tc_opts, tc, .handle = 1, .priority = 1);
+	struct mercury_sock_tags tags = {.count = 1, .ranges = {{0, 1ull << 40, .level = 2}}};
+	struct mercury_iface_cfg cfg = cfg3_dscp();
+	struct sockaddr_in cli_addr;
+	socklen_t alen = sizeof(cli_addr);
+	struct classifier_bpf *prod;
+	int client, server, pkt, ecn, tos = 0x30, rcvbuf;
+	unsigned int seen = 0, reply_seen = 0;
+	static uint8_t frame[70000];
+	FILE *f;
+
+	(void)state;
+	if (unshare(CLONE_NEWNET)) {
+		print_message("unshare(CLONE_NEWNET): %s; skipping\n", strerror(errno));
+		skip();
+	}
+	loopback_up();
+	f = fopen("/proc/sys/net/ipv4/tcp_ecn", "w");
+	assert_non_null(f);
+	fputs("1\n", f);
+	fclose(f);
+	prod = classifier_bpf__open_and_load();
+	assert_non_null(prod);
+	set_elem(prod->maps.cfg, &cfg);
+	assert_int_equal(bpf_tc_hook_create(&hook), 0);
+	tc.prog_fd = bpf_program__fd(prod->progs.mercury_egress);
+	assert_int_equal(bpf_tc_attach(&hook, &tc), 0);
+	pkt = socket(AF_PACKET, SOCK_RAW | SOCK_NONBLOCK, htons(ETH_P_IP));
+	assert_true(pkt >= 0);
+	rcvbuf = 8 << 20; /* every GSO packet of the transfer, none dropped */
+	assert_int_equal(setsockopt(pkt, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf, sizeof(rcvbuf)), 0);
+
+	tcp_pair(&client, &server);
+	assert_int_equal(setsockopt(server, IPPROTO_IP, IP_TOS, &tos, sizeof(tos)), 0);
+	assert_int_equal(getsockname(client, (struct sockaddr *)&cli_addr, &alen), 0);
+	assert_int_equal(
+	    bpf_map_update_elem(bpf_map__fd(prod->maps.sock_tags), &client, &tags, BPF_ANY), 0);
+	send_and_drain(server, client, 1000);
+	send_and_drain(client, server, BYTES);
+
+	for (;;) {
+		struct sockaddr_ll from;
+		socklen_t flen = sizeof(from);
+		ssize_t n = recvfrom(pkt, frame, sizeof(frame), 0, (struct sockaddr *)&from, &flen);
+		const uint8_t *ip = frame + 14, *th;
+		size_t ihl;
+		uint16_t sport;
+
+		if (n < 0)
+			break;
+		if (from.sll_pkttype == PACKET_OUTGOING || n < 14 + 40 || ip[9] != IPPROTO_TCP)
+			continue;
+		ihl = (ip[0] & 0x0f) * 4u;
+		th = ip + ihl;
+		if ((size_t)n <= 14 + ihl + (th[12] >> 4) * 4u)
+			continue; /* no payload */
+		sport = (uint16_t)(th[0] << 8 | th[1]);
+		ecn = ip[1] & 3;
+		if (ipv4_sum(ip, ihl) != 0xffff)
+			fail_msg("segment from port %u: IPv4 header checksum wrong", sport);
+		if (sport == ntohs(cli_addr.sin_port)) {
+			if (ip[1] >> 2 != DSCP_OF_BAND(2) || ecn != 2)
+				fail_msg("client segment: tos %#x, want DSCP %u with ECT(0)", ip[1],
+					 DSCP_OF_BAND(2));
+			seen++;
+		} else if ((ip[1] & 0xfc) == tos) {
+			reply_seen++;
+		} else {
+			fail_msg("untagged server segment: tos %#x, want %#x kept", ip[1], tos);
+		}
+	}
+	print_message("[ DSCP     ] %u tagged (GSO) packets marked, %u untagged kept\n", seen,
+		      reply_seen);
+	assert_true(seen >= 5);
+	assert_true(reply_seen >= 1);
+	close(pkt);
+	close(client);
+	close(server);
+	bpf_tc_hook_destroy(&hook); /* our own clsact in our own namespace */
+	classifier_bpf__destroy(prod);
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -1134,8 +1475,13 @@ int main(void)
 	    cmocka_unit_test(test_table),
 	    cmocka_unit_test(test_full_table_every_range),
 	    cmocka_unit_test(test_order_guard),
+	    cmocka_unit_test(test_dscp_ipv4),
+	    cmocka_unit_test(test_dscp_ipv6),
+	    cmocka_unit_test(test_dscp_untouched),
+	    cmocka_unit_test(test_dscp_order_guard),
 	    cmocka_unit_test(test_production_program),
 	    cmocka_unit_test(test_production_real_socket),
+	    cmocka_unit_test(test_production_real_socket_dscp),
 	};
 
 	if (geteuid() != 0) {

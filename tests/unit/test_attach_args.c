@@ -103,6 +103,67 @@ static void test_attach_errors(void **state)
 	expect_attach_error(ARGV("attach", "a", "--nope"), 3, "unknown option '--nope'");
 }
 
+static void test_attach_dscp(void **state)
+{
+	char **v = ARGV("attach", "eth0", "--dscp", "ef,AF41,26,cs0");
+	uint8_t map[MERCURY_MAX_BANDS];
+	struct attach_args a;
+	struct dscp_opt d;
+	char err[256] = "";
+
+	(void)state;
+	assert_int_equal(parse_attach(v, 4, &a, err), 0);
+	assert_true(a.dscp.given && a.dscp.on && !a.dscp.std);
+	assert_int_equal(a.dscp.n, 4);
+	assert_int_equal(a.dscp.v[0], 46);
+	assert_int_equal(a.dscp.v[1], 34);
+	assert_int_equal(a.dscp.v[2], 26);
+	assert_int_equal(a.dscp.v[3], 0);
+	/* 6 bands: the last value repeats; bands past nbands take the last band's */
+	assert_int_equal(dscp_opt_fill(&a.dscp, 6, map, err, sizeof(err)), 0);
+	assert_int_equal(map[3], 0);
+	assert_int_equal(map[5], 0);
+	assert_int_equal(map[15], 0);
+	assert_int_equal(dscp_opt_fill(&a.dscp, 3, map, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "4 values for 3 bands"));
+
+	/* not given: off; off; default: CS5..CS2 then CS0 */
+	v = ARGV("attach", "eth0");
+	assert_int_equal(parse_attach(v, 2, &a, err), 0);
+	assert_false(a.dscp.given || a.dscp.on);
+	assert_int_equal(dscp_opt_parse("off", &d, err, sizeof(err)), 0);
+	assert_true(d.given && !d.on);
+	assert_int_equal(dscp_opt_fill(&d, 8, map, err, sizeof(err)), 0);
+	for (int b = 0; b < MERCURY_MAX_BANDS; b++)
+		assert_int_equal(map[b], 0);
+	assert_int_equal(dscp_opt_parse("default", &d, err, sizeof(err)), 0);
+	assert_int_equal(dscp_opt_fill(&d, 8, map, err, sizeof(err)), 0);
+	assert_int_equal(map[0], 40);
+	assert_int_equal(map[1], 32);
+	assert_int_equal(map[2], 24);
+	assert_int_equal(map[3], 16);
+	assert_int_equal(map[4], 0);
+	assert_int_equal(map[7], 0);
+	assert_int_equal(dscp_opt_fill(&d, 3, map, err, sizeof(err)), 0);
+	assert_int_equal(map[2], 24);
+	assert_int_equal(map[15], 24); /* past nbands: the last band's */
+	assert_string_equal(dscp_name(40), "cs5");
+	assert_string_equal(dscp_name(0), "cs0");
+	assert_null(dscp_name(7));
+
+	/* errors */
+	static const char *const bad[] = {
+	    "64",  "-1",      "ef,",
+	    ",ef", "ef,,cs1", "af44",
+	    "",	   "x",	      "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		err[0] = '\0';
+		if (dscp_opt_parse(bad[i], &d, err, sizeof(err)) != -EINVAL)
+			fail_msg("--dscp '%s' accepted", bad[i]);
+		assert_non_null(strstr(err, "--dscp"));
+	}
+}
+
 static void test_tag(void **state)
 {
 	struct tag_args t;
@@ -170,11 +231,9 @@ static void test_tag_errors(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_rates),
-	    cmocka_unit_test(test_attach_full),
-	    cmocka_unit_test(test_attach_defaults),
-	    cmocka_unit_test(test_attach_errors),
-	    cmocka_unit_test(test_tag),
+	    cmocka_unit_test(test_rates),	    cmocka_unit_test(test_attach_full),
+	    cmocka_unit_test(test_attach_defaults), cmocka_unit_test(test_attach_errors),
+	    cmocka_unit_test(test_attach_dscp),	    cmocka_unit_test(test_tag),
 	    cmocka_unit_test(test_tag_errors),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

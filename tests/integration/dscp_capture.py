@@ -1,0 +1,88 @@
+#!/usr/bin/env python3
+"""Captures TCP segments with payload on one interface (AF_PACKET, before tc ingress) for a
+number of seconds and prints, per destination port, what their IP headers carried: DSCP
+values, ECN codepoints of first transmissions and of retransmissions (segments that repeat
+sequence space already seen) apart, IPv4 header checksums that do not verify. One JSON
+object on stdout. A veth delivers GSO packets whole: a "segment" may be many on a wire.
+
+Usage: dscp_capture.py IFACE SECONDS
+"""
+import json
+import socket
+import struct
+import sys
+import time
+
+ETH_P_ALL = 0x0003
+
+
+def ipv4_sum_ok(hdr):
+    s = sum(struct.unpack("!%dH" % (len(hdr) // 2), hdr))
+    while s >> 16:
+        s = (s & 0xFFFF) + (s >> 16)
+    return s == 0xFFFF
+
+
+def main():
+    iface, secs = sys.argv[1], float(sys.argv[2])
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
+    s.bind((iface, 0))
+    s.settimeout(0.2)
+    ports = {}
+    end = time.time() + secs
+    while time.time() < end:
+        try:
+            frame, addr = s.recvfrom(1 << 17)
+        except socket.timeout:
+            continue
+        if addr[2] == socket.PACKET_OUTGOING:
+            continue
+        proto = struct.unpack("!H", frame[12:14])[0]
+        off = 14
+        if proto == 0x0800:
+            ihl = (frame[off] & 0x0F) * 4
+            hdr = frame[off:off + ihl]
+            ds, l4p, total = hdr[1], hdr[9], struct.unpack("!H", hdr[2:4])[0]
+            csum_ok = ipv4_sum_ok(hdr)
+            l4 = off + ihl
+            end_ip = off + total if total else len(frame)
+        elif proto == 0x86DD:
+            first = struct.unpack("!I", frame[off:off + 4])[0]
+            ds, l4p = (first >> 20) & 0xFF, frame[off + 6]
+            plen = struct.unpack("!H", frame[off + 4:off + 6])[0]
+            csum_ok = True
+            l4 = off + 40
+            end_ip = l4 + plen if plen else len(frame)
+        else:
+            continue
+        if l4p != 6:
+            continue
+        dport = struct.unpack("!H", frame[l4 + 2:l4 + 4])[0]
+        seq = struct.unpack("!I", frame[l4 + 4:l4 + 8])[0]
+        doff = (frame[l4 + 12] >> 4) * 4
+        payload = min(end_ip, len(frame)) - (l4 + doff)
+        if payload <= 0:
+            continue
+        p = ports.setdefault(dport, {"segments": 0, "dscp": {}, "ecn_new": {}, "ecn_retransmitted": {},
+                                     "bad_ipv4_csum": 0,
+                                     "retransmitted": 0, "retransmitted_dscp": {},
+                                     "_base": seq, "_hi": 0})
+        rel = (seq - p["_base"]) & 0xFFFFFFFF
+        dscp, ecn = str(ds >> 2), str(ds & 3)
+        p["segments"] += 1
+        p["dscp"][dscp] = p["dscp"].get(dscp, 0) + 1
+        p["bad_ipv4_csum"] += 0 if csum_ok else 1
+        if rel < p["_hi"]:
+            p["retransmitted"] += 1
+            p["retransmitted_dscp"][dscp] = p["retransmitted_dscp"].get(dscp, 0) + 1
+            p["ecn_retransmitted"][ecn] = p["ecn_retransmitted"].get(ecn, 0) + 1
+        else:
+            p["ecn_new"][ecn] = p["ecn_new"].get(ecn, 0) + 1
+        p["_hi"] = max(p["_hi"], rel + payload)
+    for p in ports.values():
+        del p["_base"], p["_hi"]
+    print(json.dumps({str(k): v for k, v in ports.items()}))
+
+
+if __name__ == "__main__":
+    main()
