@@ -9,7 +9,7 @@ One process per node, launched by PyTorch's own launcher, e.g. two nodes:
 
 (Debian's torch 1.13 on Python 3.11 cannot parse the launcher's default --redirects.)
 Synthetic data; the loss printed by rank 0 should fall. On a machine with CUDA the model and
-data go to GPU LOCAL_RANK (--device cpu to keep them on the CPU); --clip N clips the
+data go to GPU LOCAL_RANK (modulo the GPUs there) (--device cpu to keep them on the CPU); --clip N clips the
 averaged gradients to global norm N before every update.
 """
 import argparse
@@ -42,8 +42,8 @@ def main():
     mt.init()
     dev = torch.device(a.device)
     if dev.type == "cuda":
-        torch.cuda.set_device(mt.local_rank())
-        dev = torch.device("cuda", mt.local_rank())
+        dev = torch.device("cuda", mt.local_rank() % torch.cuda.device_count())
+        torch.cuda.set_device(dev)
     model = getattr(torchvision.models, a.model)(weights=None, num_classes=10).to(dev)
     opt = mt.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9),
                                   named_parameters=model.named_parameters(), model=model,
@@ -69,6 +69,10 @@ def main():
             opt.step()
         if mt.rank() == 0:
             print("step %d loss %.3f" % (step, loss.item()), flush=True)
+    # through mercuryd's fast path and through its service; both 0 untagged (fifo, partition,
+    # or no mercuryd)
+    print("rank %d tagged %s tags %d %d" % ((mt.rank(), opt.tagged) + tuple(opt.tag_counts)),
+          flush=True)
     if a.checkpoint and mt.rank() == 0:
         torch.save(model.state_dict(), a.checkpoint)  # pending updates are applied first
     mt.shutdown()

@@ -282,12 +282,13 @@ class DistributedOptimizer(torch.optim.Optimizer):
                 "the bytes on the wire")
         if int(backward_passes_per_step) < 1:
             raise ValueError("mercury.torch: backward_passes_per_step must be >= 1")
-        # torch.optim.Optimizer's bookkeeping (hooks, profiling, LR schedulers' checks),
-        # then the wrapped optimizer's groups and state, shared: an LR scheduler or
+        # torch.optim.Optimizer's bookkeeping (hooks, profiling, LR schedulers' checks) on
+        # throw-away groups; from then on param_groups and state are the wrapped optimizer's
+        # (properties: its load_state_dict replaces them): an LR scheduler or
         # add_param_group on either acts on both.
         super().__init__(optimizer.param_groups, optimizer.defaults)
-        self.param_groups = optimizer.param_groups
-        self.state = optimizer.state
+        self.__dict__.pop("_init_param_groups", None)
+        self.__dict__.pop("_init_state", None)
         self._opt = optimizer
         self._model = model
         self._op = op
@@ -371,6 +372,34 @@ class DistributedOptimizer(torch.optim.Optimizer):
                 acc.register_hook(self._grad_hook(key, p))
                 self._accumulators.append(acc)
         _state["opts"].append(self)
+
+    # The wrapped optimizer's, once it is there (Optimizer.__init__ fills throw-away ones).
+    @property
+    def param_groups(self):
+        opt = self.__dict__.get("_opt")
+        return opt.param_groups if opt is not None else \
+            self.__dict__.setdefault("_init_param_groups", [])
+
+    @param_groups.setter
+    def param_groups(self, value):
+        opt = self.__dict__.get("_opt")
+        if opt is not None:
+            opt.param_groups = value
+        else:
+            self.__dict__["_init_param_groups"] = value
+
+    @property
+    def state(self):
+        opt = self.__dict__.get("_opt")
+        return opt.state if opt is not None else self.__dict__.setdefault("_init_state", {})
+
+    @state.setter
+    def state(self, value):
+        opt = self.__dict__.get("_opt")
+        if opt is not None:
+            opt.state = value
+        else:
+            self.__dict__["_init_state"] = value
 
     @staticmethod
     def _check_names(named_parameters, opt_params):

@@ -7,7 +7,11 @@ torch.distributed.run on loopback (tests/integration/test_torch_api.sh):
 Every scenario starts the ranks apart (rank r adds r to every parameter) and makes them
 equal with broadcast_parameters; the parameters after STEPS steps must equal the
 reference's within TOL, and the reference must have moved (and clipped, where it clips).
-Exit status 0 when every scenario passes; one line per scenario."""
+Exit status 0 when every scenario passes; one line per scenario.
+MERCURY_TEST_DEVICE=cuda (tests/gpu/run.sh) runs the model, data and reference on GPU
+LOCAL_RANK % device_count (2 ranks may share one GPU), with two more scenarios: amp (autocast
+fp16 and GradScaler through synchronize()/skip_synchronize()) and half (an fp16 model: its
+fp16 gradients aggregated in float32)."""
 import os
 import sys
 import warnings
@@ -18,12 +22,15 @@ import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
 
 STEPS, B, TOL, CLIP = 5, 8, 1e-5, 0.05
+DEV = torch.device(os.environ.get("MERCURY_TEST_DEVICE", "cpu"))
+# fp16 arithmetic: the reference's batch of 16 and two ranks' batches of 8 round apart
+TOL_OF = {"amp": 2e-3, "half": 5e-3}
 
 
-def make_model():
+def make_model(dtype=torch.float32):
     torch.manual_seed(7)
     return nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 16), nn.Tanh(),
-                         nn.Linear(16, 4))
+                         nn.Linear(16, 4)).to(DEV, dtype)
 
 
 def make_opt(name, params_of):
@@ -40,12 +47,27 @@ def micro(step, k, world):
     g = torch.Generator().manual_seed(1000 * step + k)
     x = torch.randn(B, 8, generator=g)
     y = (x[:, :4].sum(1) > 0).long() + 2 * (x[:, 4:].sum(1) > 0).long()
-    return x, y
+    return x.to(DEV), y.to(DEV)
 
 
-def reference(world, optname, op, bpps, clip):
+def grad_scaler(amp):
+    """torch.amp.GradScaler("cuda") where it exists (torch.cuda.amp's is deprecated there)."""
+    if hasattr(torch, "amp") and hasattr(torch.amp, "GradScaler"):
+        return torch.amp.GradScaler("cuda", init_scale=1024.0, enabled=amp)
+    return torch.cuda.amp.GradScaler(init_scale=1024.0, enabled=amp)
+
+
+def loss_of(model, x, y, amp):
+    if amp:
+        with torch.autocast(DEV.type, dtype=torch.float16):
+            return nn.functional.cross_entropy(model(x), y)
+    return nn.functional.cross_entropy(model(x.to(next(model.parameters()).dtype)), y)
+
+
+def reference(world, optname, op, bpps, clip, amp=False, half=False):
     """One process on the concatenated batches; returns (state_dict, moved, clipped)."""
-    model = make_model()
+    model = make_model(torch.float16 if half else torch.float32)
+    scaler = grad_scaler(amp)
     start = {k: v.clone() for k, v in model.state_dict().items()}
     opt = make_opt(optname, list(model.parameters()))
     sched = torch.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.5)
@@ -54,20 +76,23 @@ def reference(world, optname, op, bpps, clip):
         xs, ys = zip(*[micro(step, k, world) for k in range(world * bpps)])
         x, y = torch.cat(xs), torch.cat(ys)
         opt.zero_grad()
-        loss = nn.functional.cross_entropy(model(x), y)
-        (loss * (world if op == "sum" else 1)).backward()
+        loss = loss_of(model, x, y, amp)
+        scaler.scale(loss * (world if op == "sum" else 1)).backward()
+        scaler.unscale_(opt)
         if clip:
             clipped |= nn.utils.clip_grad_norm_(model.parameters(), CLIP).item() > CLIP
-        opt.step()
+        scaler.step(opt)
+        scaler.update()
         sched.step()
     sd = model.state_dict()
     moved = max((sd[k] - start[k]).abs().max().item() for k in sd)
     return sd, moved, clipped
 
 
-def distributed(mt, optname, op, bpps, clip, horovod_style):
+def distributed(mt, optname, op, bpps, clip, horovod_style, amp=False, half=False):
     r, world = mt.rank(), mt.size()
-    model = make_model()
+    model = make_model(torch.float16 if half else torch.float32)
+    scaler = grad_scaler(amp)
     with torch.no_grad():  # ranks start apart
         for p in model.parameters():
             p.add_(float(r))
@@ -83,15 +108,20 @@ def distributed(mt, optname, op, bpps, clip, horovod_style):
         opt.zero_grad()
         for k in range(bpps):
             x, y = micro(step, r * bpps + k, world)
-            (nn.functional.cross_entropy(model(x), y) / bpps).backward()
-        if clip:
+            scaler.scale(loss_of(model, x, y, amp) / bpps).backward()
+        if clip or amp:  # Horovod's pattern: the aggregated gradients, then the update
             opt.synchronize()
-            nn.utils.clip_grad_norm_(model.parameters(), CLIP)
+            scaler.unscale_(opt)
+            if clip:
+                nn.utils.clip_grad_norm_(model.parameters(), CLIP)
             with opt.skip_synchronize():
-                opt.step()
+                scaler.step(opt)
+            scaler.update()
         else:
             opt.step()
         sched.step()
+        if DEV.type == "cuda":  # the CUDA path, not a CPU copy of the model
+            assert opt._cuda and all(opt._cuda) and opt._stager is not None
     sd = model.state_dict()  # pending updates applied first (the state-dict hook)
     opt.close()
     return sd
@@ -140,6 +170,7 @@ SCENARIOS = {
     "bpps2": ("sgd", "avg", 2, False, False),
     "horovod-style": ("adam", "avg", 1, False, True),
 }
+CUDA_ONLY = {"amp": ("sgd", "avg", 1, False, False), "half": ("sgd", "avg", 1, False, False)}
 
 
 def main():
@@ -147,6 +178,12 @@ def main():
     sys.stdout.reconfigure(line_buffering=True)
     os.dup2(sys.stdout.fileno(), 2)
     torch.set_num_threads(1)
+    global DEV
+    if DEV.type == "cuda":
+        DEV = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")) %
+                           torch.cuda.device_count())
+        torch.cuda.set_device(DEV)
+        SCENARIOS.update(CUDA_ONLY)
     import mercury.torch as mt
     mt.init()
     names = sys.argv[1:] or list(SCENARIOS) + ["errors"]
@@ -156,22 +193,25 @@ def main():
             ok &= errors(mt)
             continue
         optname, op, bpps, clip, hvd = SCENARIOS[name]
-        want, moved, clipped = reference(mt.size(), optname, op, bpps, clip)
+        amp, half = name == "amp", name == "half"
+        want, moved, clipped = reference(mt.size(), optname, op, bpps, clip, amp, half)
         with warnings.catch_warnings():
             warnings.simplefilter("error")  # no warning expected on these paths
-            got = distributed(mt, optname, op, bpps, clip, hvd)
+            got = distributed(mt, optname, op, bpps, clip, hvd, amp, half)
         diff = max((got[k] - want[k]).abs().max().item() for k in want)
+        tol = TOL_OF.get(name, TOL)
         # the check discriminates: rank 0's batches alone (no aggregation) end far away,
         # and so, with SGD, does the other op (Adam and clipping are nearly scale-free)
-        alone, _, _ = reference(1, optname, op, bpps, clip)
+        alone, _, _ = reference(1, optname, op, bpps, clip, amp, half)
         apart = max((alone[k] - want[k]).abs().max().item() for k in want)
-        other, _, _ = reference(mt.size(), optname, "avg" if op == "sum" else "sum", bpps, clip)
+        other, _, _ = reference(mt.size(), optname, "avg" if op == "sum" else "sum", bpps, clip,
+                                amp, half)
         op_apart = max((other[k] - want[k]).abs().max().item() for k in want)
-        good = (diff <= TOL and moved > 1e-3 and apart > 1e-3 and (clipped or not clip)
-                and (op_apart > 1e-3 or optname != "sgd" or clip))
+        good = (diff <= tol and moved > 1e-3 and apart > 4 * tol and (clipped or not clip)
+                and (op_apart > 4 * tol or optname != "sgd" or clip or amp))
         print("%s %s rank %d: max abs difference %.3g (tolerance %g); the reference moved "
               "%.3g, one rank's batches alone end %.3g away, the other op %.3g%s"
-              % ("ok" if good else "FAIL", name, mt.rank(), diff, TOL, moved, apart, op_apart,
+              % ("ok" if good else "FAIL", name, mt.rank(), diff, tol, moved, apart, op_apart,
                  ", clipped" if clipped else ""))
         ok &= good
     mt.shutdown()
