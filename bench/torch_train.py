@@ -142,7 +142,7 @@ def main():
             extra["placement"] = a.placement
         if a.colocated_tcp:
             extra["colocated_tcp"] = True
-        opt = mt.DistributedOptimizer(base, model, mode=a.mode, part=a.part, credit=a.credit,
+        opt = mt.DistributedOptimizer(base, model=model, mode=a.mode, part=a.part, credit=a.credit,
                                       timeline=tl, **extra)
         mt.broadcast_parameters(model.state_dict(), root_rank=0)
         net, sync, r = model, opt.synchronize, mt.rank()

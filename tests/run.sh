@@ -51,6 +51,9 @@ cat_system() {
 		run_one "system/$(basename "$t" .sh)" timeout 300 bash "$t"
 	done
 }
+cat_gpu() { # skipped without CUDA (Debian's torch has none): scripts/gpu-check.sh on a GPU
+	run_one "gpu/torch" timeout 600 bash tests/gpu/run.sh
+}
 cat_vm() {
 	run_one "vm/matrix" timeout 900 bash tests/vm/run.sh
 	run_one "vm/systemd" timeout 600 bash tests/vm/systemd-e2e.sh
@@ -63,8 +66,9 @@ kernel) cat_kernel ;;
 integration) cat_integration ;;
 system) cat_system ;;
 vm) cat_vm ;;
-all) cat_unit; cat_kernel; cat_system; cat_integration; [ -x tests/vm/run.sh ] && cat_vm ;;
-*) echo "usage: tests/run.sh [all|unit|kernel|integration|system|vm]" >&2; exit 2 ;;
+gpu) cat_gpu ;;
+all) cat_unit; cat_kernel; cat_system; cat_integration; cat_gpu; [ -x tests/vm/run.sh ] && cat_vm ;;
+*) echo "usage: tests/run.sh [all|unit|kernel|integration|system|vm|gpu]" >&2; exit 2 ;;
 esac
 printf '\n%d passed, %d failed, %d skipped\n' "$pass" "$fail" "$skip"
 [ "$fail" -eq 0 ] || { printf 'failed: %s\n' "${failed[*]}"; exit 1; }

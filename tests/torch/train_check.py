@@ -98,8 +98,8 @@ def main():
     import torch.distributed as dist
     mt.init()
     base, sched = make_opt(a.opt, model)  # torch's schedulers take the wrapped optimizer
-    opt = mt.DistributedOptimizer(base, model, mode=a.mode,
-                                 part=a.part, credit=a.credit, timeout=a.timeout)
+    opt = mt.DistributedOptimizer(base, model=model, mode=a.mode,
+                                  part=a.part, credit=a.credit, timeout=a.timeout)
     r = mt.rank()
     first = 0
     if a.resume:  # as users resume: the checkpoint is read on rank 0 only

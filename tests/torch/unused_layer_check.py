@@ -44,7 +44,7 @@ def main():
     mt.init()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # "a layer got no gradient": expected here
-        got = train(None, lambda base, model: mt.DistributedOptimizer(base, model, mode="fifo"))
+        got = train(None, lambda base, model: mt.DistributedOptimizer(base, model=model, mode="fifo"))
     diff = max((got[k] - want[k]).abs().max().item() for k in want)
     print("unused layer: max abs difference from plain PyTorch %.3g" % diff)
     mt.shutdown()
