@@ -276,7 +276,7 @@ uninstall:
 	-rmdir $(DESTDIR)$(PYTHONDIR)/mercury 2>/dev/null
 
 # Reference PS on the emulated cluster (cluster/): the paper's comparison and its short demo.
-.PHONY: bench-cluster demo-cluster bench-torch bench-torch-trace bench-baseline
+.PHONY: bench-cluster demo-cluster bench-torch bench-torch-trace bench-baseline bench-fabric
 # Real training (resnet18 on 2 emulated nodes, 4 rates) against DDP over gloo: ~55 min.
 bench-torch: $(BUILD)/mercury-ps $(BUILD)/mercuryd $(BUILD)/libmercury-ps.so
 	bench/torch_bench.sh
@@ -287,6 +287,11 @@ bench-torch-trace: $(BUILD)/mercury-ps $(BUILD)/mercuryd $(BUILD)/libmercury-ps.
 
 bench-cluster: $(BUILD)/mercury-ps $(BUILD)/mercuryd
 	cluster/bench.sh
+
+# The full-duplex fabric: fifo, tuned ByteScheduler, mercury with FIFO and with DSCP
+# strict-priority switch ports; 4 and 8 nodes, a port-buffer sweep, two racks (~50 min).
+bench-fabric: $(BUILD)/mercury-ps $(BUILD)/mercuryd
+	cluster/fabric.sh
 
 # The ByteScheduler baseline tuned over its (P, C) grid against untuned Mercury, the per-op
 # start-up cost swept and a link whose rate changes: ~80 min (cluster/tune.sh).

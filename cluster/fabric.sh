@@ -11,8 +11,9 @@
 #                 egress-only fabric (cluster/RESULTS.md; not re-tuned here: TUNED overrides)
 #   mercury       Mercury's defaults, FIFO ports: priority at the sender only
 #   mercury-dscp  Mercury's defaults, switch ports strict priority on DSCP
-#   ideal         the paper's bound (mercury-ps ideal: node egress only, so on this fabric a
-#                 lower bound that no schedule need reach)
+#   ideal         the paper's bound (mercury-ps ideal; with full-duplex links of one rate a
+#                 node's ingress carries per layer what its egress does, so the bound holds
+#                 on this fabric unchanged; two racks add the uplink, --uplink)
 # Then a sweep of the port buffer (ResNet-50; partition left out) and the two-rack topology.
 #
 # Usage: cluster/fabric.sh [--models "resnet50 ..."] [--nodes "4 8"] [--repeat N]
@@ -78,8 +79,10 @@ model_cells() {
 	cluster_rto_scaled "$ts" || return 1
 	cluster_fabric_shrink "$k" || return 1
 	args=(--iters "$ITERS" --warmup 1 --shrink "$k" --time-scale "$ts")
+	local up=()
+	[ "$CL_FABRIC" = tworack ] && up=(--uplink "${CL_UPLINK_MBIT}mbit")
 	"$PS_BIN" ideal --profile "$CL_ROOT/models/$model.prof" --nodes "$CL_NODES" --rate "${RATE}mbit" \
-		--shrink "$k" --time-scale "$ts" |
+		--shrink "$k" --time-scale "$ts" "${up[@]}" |
 		jq -c --arg l "ideal$tag" --arg f "$(fabric_desc)" '. + {label: $l, fabric: $f}' >>"$OUT/results.jsonl"
 	for ((REP = 0; REP < REPEAT; REP++)); do
 		cell "fifo$tag" "$model" fifo 1 "${args[@]}"

@@ -197,7 +197,7 @@ port_shape() {
 		return 0
 	fi
 	cl_sw tc qdisc add dev "$dev" root handle 5: htb default 10 || return 1
-	cl_sw tc class add dev "$dev" parent 5: classid 5:1 htb rate "${rate}mbit" ceil "${rate}mbit" \
+	cl_sw tc class add dev "$dev" parent 5: classid 5:1 htb rate "${rate}mbit" ceil "${rate}mbit" quantum 60000 \
 		burst 64k cburst 64k || return 1
 	for ((q = 0; q < CL_PORT_QUEUES; q++)); do
 		cls=5:$((10 + q))

@@ -90,6 +90,15 @@ double ps_ideal_iteration(const struct ps_ideal_in *in, double *comm_only, doubl
 				if (done[l] > pull[l])
 					pull[l] = done[l];
 		}
+		/* the uplink of two racks: one more priority link per direction */
+		for (int d = 0; d < 2 && in->uplink_Bps > 0 && in->uplink_bytes; d++) {
+			for (int l = 0; l < L; l++)
+				work[l] = in->uplink_bytes[d * L + l] / in->uplink_Bps;
+			priority_link(L, ready, work, done);
+			for (int l = 0; l < L; l++)
+				if (done[l] > pull[l])
+					pull[l] = done[l];
+		}
 	}
 	if (compute_only) {
 		double c = 0;
@@ -107,6 +116,13 @@ double ps_ideal_iteration(const struct ps_ideal_in *in, double *comm_only, doubl
 				worst = s;
 		}
 		*comm_only = worst / in->rate_Bps;
+		for (int d = 0; d < 2 && in->uplink_Bps > 0 && in->uplink_bytes; d++) {
+			double s = 0;
+			for (int l = 0; l < L; l++)
+				s += in->uplink_bytes[d * L + l];
+			if (s / in->uplink_Bps > *comm_only)
+				*comm_only = s / in->uplink_Bps;
+		}
 	}
 	free(pull);
 	free(ready);
@@ -130,6 +146,30 @@ void ps_egress_bytes(const struct ps_placement *pl, int nodes, double *out)
 				    bytes * (nodes - 1); /* pull to the others */
 			else
 				out[n * L + s->layer] += bytes; /* push to a remote server */
+		}
+	}
+}
+
+int ps_rack_of(int node, int nodes)
+{
+	return node >= (nodes + 1) / 2;
+}
+
+void ps_uplink_bytes(const struct ps_placement *pl, int nodes, double *out)
+{
+	int L = pl->nlayers;
+
+	memset(out, 0, sizeof(double) * 2 * L);
+	for (int i = 0; i < pl->nslices; i++) {
+		const struct ps_slice *s = &pl->slices[i];
+		int home = ps_rack_of(s->server, nodes);
+		double bytes = (double)s->len * 4;
+
+		for (int n = 0; n < nodes; n++) {
+			if (ps_rack_of(n, nodes) == home)
+				continue;
+			out[!home * L + s->layer] += bytes; /* push from n's rack to the server's */
+			out[home * L + s->layer] += bytes;  /* its pull back */
 		}
 	}
 }

@@ -74,6 +74,8 @@ static void usage(FILE *f)
 	    "  --timeout S       error after S seconds without progress (60)\n"
 	    "  --timeline FILE   per-layer compute/push/pull events (TSV)\n"
 	    "  --rate R          ideal: per-node egress rate, e.g. 400mbit, 10gbit\n"
+	    "  --uplink R        ideal: two racks (the first half of the nodes in one) joined\n"
+	    "                    by an uplink of R each way\n"
 	    "  --slow-rank R --slow-s S   add S seconds per backward layer on worker R (tests)\n"
 	    "  --die-rank R      worker R drops its connections mid-iteration 1 (tests)\n"
 	    "  --sock-prio P     connection k of K gets SO_PRIORITY P+8k/K: per-socket priority "
@@ -187,7 +189,8 @@ static void *local_node(void *p)
 	return NULL;
 }
 
-static int run_ideal(const struct ps_config *c, const struct ps_profile *p, double rate_Bps)
+static int run_ideal(const struct ps_config *c, const struct ps_profile *p, double rate_Bps,
+		     double uplink_Bps)
 {
 	int L = p->nlayers, N = c->nodes;
 	uint64_t *orig = calloc(L, sizeof(uint64_t)), *len = calloc(L, sizeof(uint64_t));
@@ -208,7 +211,11 @@ static int run_ideal(const struct ps_config *c, const struct ps_profile *p, doub
 		     c->mode == PS_PARTITION ? c->part : 0, &pl))
 		return 1;
 	ps_egress_bytes(&pl, N, eg);
-	struct ps_ideal_in in = {L, N, fwd, bwd, eg, rate_Bps * PS_WIRE_EFFICIENCY};
+	double *up = uplink_Bps > 0 ? calloc(2 * (size_t)L, sizeof(double)) : NULL;
+	if (up)
+		ps_uplink_bytes(&pl, N, up);
+	struct ps_ideal_in in = {
+	    L, N, fwd, bwd, eg, rate_Bps * PS_WIRE_EFFICIENCY, up, uplink_Bps * PS_WIRE_EFFICIENCY};
 	double t = ps_ideal_iteration(&in, &comm, &comp);
 	struct json_object *o = json_object_new_object();
 
@@ -220,6 +227,8 @@ static int run_ideal(const struct ps_config *c, const struct ps_profile *p, doub
 	add_double(o, "comm_only_s", comm);
 	add_double(o, "compute_only_s", comp);
 	add_double(o, "rate_Bps", rate_Bps);
+	if (uplink_Bps > 0)
+		add_double(o, "uplink_Bps", uplink_Bps);
 	add_double(o, "wire_efficiency", PS_WIRE_EFFICIENCY);
 	add_bool(o, "split_all", c->split_all);
 	json_object_object_add(o, "placement", json_object_new_string(ps_placement_name(c)));
@@ -230,6 +239,7 @@ static int run_ideal(const struct ps_config *c, const struct ps_profile *p, doub
 	free(fwd);
 	free(bwd);
 	free(eg);
+	free(up);
 	return 0;
 }
 
@@ -260,6 +270,7 @@ int main(int argc, char **argv)
 	    {"timeout", 1, 0, 'T'},
 	    {"timeline", 1, 0, 'l'},
 	    {"rate", 1, 0, 'R'},
+	    {"uplink", 1, 0, 'U'},
 	    {"slow-rank", 1, 0, 'S'},
 	    {"slow-s", 1, 0, 'D'},
 	    {"die-rank", 1, 0, 'X'},
@@ -280,7 +291,7 @@ int main(int argc, char **argv)
 	struct ps_profile prof;
 	const char *profile = NULL, *cmd;
 	char hosts[1024] = "", err[256];
-	uint64_t rate = 0; /* bytes per second */
+	uint64_t rate = 0, uplink = 0; /* bytes per second */
 	double op_cost_us = 0;
 	const char *layers = NULL;
 	int o, nhosts = 0, jobs = 0;
@@ -389,6 +400,13 @@ int main(int argc, char **argv)
 		case 'l':
 			c.timeline = optarg;
 			break;
+		case 'U':
+			if (parse_rate(optarg, &uplink)) {
+				fprintf(stderr, "mercury-ps: bad --uplink '%s': use e.g. 800mbit\n",
+					optarg);
+				return 2;
+			}
+			break;
 		case 'R':
 			if (parse_rate(optarg, &rate)) {
 				fprintf(stderr, "mercury-ps: bad rate '%s': use e.g. 400mbit\n",
@@ -468,7 +486,7 @@ int main(int argc, char **argv)
 			fprintf(stderr, "mercury-ps: ideal needs --rate (e.g. 400mbit)\n");
 			return 2;
 		}
-		return run_ideal(&c, &prof, (double)rate);
+		return run_ideal(&c, &prof, (double)rate, (double)uplink);
 	}
 	int total = c.warmup + c.iters + 1, rc = 0;
 	if (!strcmp(cmd, "local")) {

@@ -200,7 +200,7 @@ static void test_ideal_no_comm_is_compute(void **state)
 {
 	(void)state;
 	double f[] = {0.1, 0.2}, b[] = {0.2, 0.4}, eg[] = {0, 0}, comm, comp;
-	struct ps_ideal_in in = {2, 1, f, b, eg, 1e9};
+	struct ps_ideal_in in = {2, 1, f, b, eg, 1e9, NULL, 0};
 
 	assert_true(fabs(ps_ideal_iteration(&in, &comm, &comp) - 0.9) < 1e-12);
 	assert_true(fabs(comp - 0.9) < 1e-12);
@@ -211,7 +211,7 @@ static void test_ideal_single_layer(void **state)
 {
 	(void)state;
 	double f[] = {1}, b[] = {1}, eg[] = {3};
-	struct ps_ideal_in in = {1, 1, f, b, eg, 1.0};
+	struct ps_ideal_in in = {1, 1, f, b, eg, 1.0, NULL, 0};
 
 	/* Forward 1, backward 1, then 3 s on the wire before the next forward: 5 s. */
 	assert_true(fabs(ps_ideal_iteration(&in, NULL, NULL) - 5) < 1e-12);
@@ -221,7 +221,7 @@ static void test_ideal_preempts_big_late_layer(void **state)
 {
 	(void)state;
 	double f[] = {1, 1}, b[] = {1, 1}, eg[] = {1, 4};
-	struct ps_ideal_in in = {2, 1, f, b, eg, 1.0};
+	struct ps_ideal_in in = {2, 1, f, b, eg, 1.0, NULL, 0};
 
 	/*
 	 * Layer 1 (4 s of traffic) is ready at t+1 after the forward pass, layer 0 (1 s) at t+2
@@ -235,9 +235,40 @@ static void test_ideal_slowest_node_decides(void **state)
 {
 	(void)state;
 	double f[] = {1}, b[] = {1}, eg[] = {1, 3}; /* node 1 sends 3 s worth */
-	struct ps_ideal_in in = {1, 2, f, b, eg, 1.0};
+	struct ps_ideal_in in = {1, 2, f, b, eg, 1.0, NULL, 0};
 
 	assert_true(fabs(ps_ideal_iteration(&in, NULL, NULL) - 5) < 1e-12);
+}
+
+static void test_uplink_bytes_cross_racks_only(void **state)
+{
+	(void)state;
+	/* 4 nodes, racks {0,1} and {2,3}; every array split over all four servers */
+	uint64_t orig[] = {4000000}, len[] = {400};
+	struct ps_placement pl;
+	double up[2];
+
+	assert_int_equal(ps_place(orig, len, 1, 4, 1000000, true, false, 0, &pl), 0);
+	ps_uplink_bytes(&pl, 4, up);
+	/* rack 0 -> 1: pushes of workers 0, 1 to servers 2, 3 (4 x 400 bytes) and the pulls of
+	 * servers 0, 1 to workers 2, 3 (4 x 400); the same the other way */
+	assert_true(fabs(up[0] - 3200) < 1e-9);
+	assert_true(fabs(up[1] - 3200) < 1e-9);
+	assert_int_equal(ps_rack_of(1, 4), 0);
+	assert_int_equal(ps_rack_of(2, 4), 1);
+	assert_int_equal(ps_rack_of(2, 5), 0);
+	ps_placement_free(&pl);
+}
+
+static void test_ideal_slow_uplink_decides(void **state)
+{
+	(void)state;
+	double f[] = {1}, b[] = {1}, eg[] = {1, 1}, up[] = {3, 1}; /* 3 s one way */
+	struct ps_ideal_in in = {1, 2, f, b, eg, 1.0, up, 1.0};
+
+	assert_true(fabs(ps_ideal_iteration(&in, NULL, NULL) - 5) < 1e-12);
+	in.uplink_Bps = 0; /* one switch: the node links decide */
+	assert_true(fabs(ps_ideal_iteration(&in, NULL, NULL) - 3) < 1e-12);
 }
 
 int main(void)
@@ -254,6 +285,8 @@ int main(void)
 	    cmocka_unit_test(test_ideal_single_layer),
 	    cmocka_unit_test(test_ideal_preempts_big_late_layer),
 	    cmocka_unit_test(test_ideal_slowest_node_decides),
+	    cmocka_unit_test(test_uplink_bytes_cross_racks_only),
+	    cmocka_unit_test(test_ideal_slow_uplink_decides),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# The emulated cluster's full-duplex fabric (cluster/lib.sh, the default): the switch port
+# towards each node is a bounded FIFO at the node's rate, so two senders into one node share
+# its downlink (in the egress-only fabric they would get twice the rate); with DSCP ports the
+# nodes' classifiers mark each packet's level and the switch queues it by DSCP; the PS runs
+# correctly over both and reports timeouts and switch drops.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+[ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root"; exit 77; }
+command -v iperf3 >/dev/null || { echo "SKIP: no iperf3 (make deps)"; exit 77; }
+CL_PFX=mqfab$$
+. "$here/../../cluster/lib.sh"
+[ -x "$PS_BIN" ] && [ -x "$MERCURYD" ] || { echo "SKIP: mercury-ps / mercuryd not built"; exit 77; }
+fails=0
+check() { if eval "$2"; then echo "ok: $1"; else echo "FAIL: $1"; fails=$((fails + 1)); fi; }
+out=$(mktemp -d)
+pids=()
+cleanup() {
+	local p
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+	rm -rf "$out"
+	cluster_down
+}
+trap cleanup EXIT
+
+export CL_DSCP=1
+CL_FABRIC=duplex cluster_up 3 200 mercuryd 2>/dev/null || { echo "FAIL: cluster setup"; exit 1; }
+serve_start || { echo "FAIL: mercuryd serve"; exit 1; }
+qd=$(cl_sw tc qdisc show dev s0)
+check "the switch port towards node 0 is a FIFO of the port buffer at 200 Mbit/s" \
+	"[[ \$qd == *'tbf 5: root'*'rate 200Mbit'* ]]"
+
+# Two senders into node 0 at once: together they get node 0's downlink, not twice it.
+for p in 5201 5202; do
+	cl_in 0 iperf3 -s -1 -p "$p" -B "$(cl_ip 0)" >/dev/null 2>&1 &
+	pids+=($!)
+done
+sleep 0.5
+cl_in 1 iperf3 -c "$(cl_ip 0)" -p 5201 -t 3 -J >"$out/a.json" 2>/dev/null &
+a=$!
+cl_in 2 iperf3 -c "$(cl_ip 0)" -p 5202 -t 3 -J >"$out/b.json" 2>/dev/null
+wait "$a"
+sum=$(jq -s 'map(.end.sum_received.bits_per_second) | add / 1e6 | floor' "$out/a.json" "$out/b.json")
+check "two senders into one node share its 200 Mbit/s downlink (${sum:-?} Mbit/s together)" \
+	"[ '${sum:-0}' -gt 100 ] && [ '${sum:-999}' -le 210 ]"
+
+for m in fifo mercury; do
+	run_ps "$out/r.jsonl" "$m" tiny "$m" --iters 2 --chunk 10000 --verify --timeout 20
+	check "$m over FIFO switch ports: every node finished, every pull matched" \
+		"tail -n1 '$out/r.jsonl' | jq -e '.ok' >/dev/null"
+done
+check "every run reports its fabric, retransmission timeouts and switch drops" \
+	"jq -es 'all(.[]; (.fabric | startswith(\"full duplex\")) and (.timeouts | type) == \"number\" and (.switch_drops | type) == \"number\")' '$out/r.jsonl' >/dev/null"
+
+cluster_ports 4 || { echo "FAIL: DSCP switch ports"; exit 1; }
+run_ps "$out/r.jsonl" mercury-dscp tiny mercury --iters 3 --chunk 10000 --verify --timeout 20
+check "mercury over DSCP strict-priority ports: every node finished, every pull matched, tagged" \
+	"tail -n1 '$out/r.jsonl' | jq -e '.ok and .tagged' >/dev/null"
+queues=0
+for ((i = 0; i < 3; i++)); do
+	n=$(cl_sw tc -s class show dev "s$i" | awk '/^class htb 5:1[0-9a-f] / { c = 1; next }
+		c && /Sent/ { if ($2 > 100000) k++; c = 0 } END { print k + 0 }')
+	[ "$n" -gt "$queues" ] && queues=$n
+done
+check "the switch queued the marked packets by DSCP in several queues ($queues)" "[ $queues -ge 2 ]"
+dscp=$(cl_in 0 "$MERCURYD" --pin-root "$CL_PIN/n0" -j status e0 | jq -c '.interfaces[0].dscp // empty')
+check "mercuryd status shows the band-to-DSCP map the cluster gave (${dscp:0:40}...)" "[ -n '$dscp' ]"
+
+[ $fails -eq 0 ] && { echo "all checks passed"; exit 0; }
+echo "$fails check(s) failed"
+exit 1
