@@ -358,7 +358,7 @@ static __always_inline int mercury_finish(struct __sk_buff *skb, struct mercury_
 	struct mercury_sock_stats *ss = NULL;
 	__u64 outcome = c->outcome, band = conf->default_band, last, len;
 	struct mercury_stats *st;
-	bool kept = false, marked = false;
+	bool kept = false, released = false, marked = false;
 	__u32 zero = 0;
 
 	if (outcome == MERCURY_NEEDS_SOCK) {
@@ -374,14 +374,31 @@ static __always_inline int mercury_finish(struct __sk_buff *skb, struct mercury_
 		/* The order guard: a packet that would overtake its own socket's earlier packets
 		 * (a more urgent band while they still wait in a less urgent one) is a reordered
 		 * TCP stream to the receiver, taken for loss. It keeps the previous band until
-		 * they have left; levels change at packet time, so a socket does move up once its
-		 * queue below TCP drains. */
+		 * they have left, but no longer than cfg.order_guard_us from the first packet it
+		 * held: a band below busy traffic may drain only at its guaranteed rate, and a
+		 * socket that writes continuously always has packets there (TSQ refills its queue
+		 * as each leaves), so without the bound it would never move up. Past the bound it
+		 * moves, reordering at most the bytes it has queued, once. */
 		__u64 prev = ss->last_band;
+		__u32 since = ss->guard_since_us, now_us;
 
 		if (prev && band + 1 < prev && prev <= last + 1 && mercury_sock_queued(skb, v)) {
-			band = prev - 1;
-			kept = true;
+			now_us = (__u32)(bpf_ktime_get_ns() / 1000) | 1;
+			if (!since) {
+				since = now_us;
+				kept = true;
+			} else if (!conf->order_guard_us || now_us - since < conf->order_guard_us) {
+				kept = true;
+			} else {
+				since = 0;
+				released = true;
+			}
+			if (kept)
+				band = prev - 1;
+		} else {
+			since = 0;
 		}
+		ss->guard_since_us = since;
 		ss->last_band = (__u32)band + 1;
 	}
 	/* clang drops the mask as redundant after the clamp, but older verifiers (6.1) cannot
@@ -406,6 +423,10 @@ static __always_inline int mercury_finish(struct __sk_buff *skb, struct mercury_
 		if (kept) {
 			st->order_kept.packets++;
 			st->order_kept.bytes += len;
+		}
+		if (released) {
+			st->order_released.packets++;
+			st->order_released.bytes += len;
 		}
 		if (marked) {
 			st->dscp_marked.packets++;

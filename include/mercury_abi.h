@@ -11,7 +11,7 @@
 #include <linux/types.h>
 #endif
 
-#define MERCURY_LAYOUT_VERSION 5
+#define MERCURY_LAYOUT_VERSION 6
 
 /* Priority levels carried by tags: 0 is the most urgent. */
 #define MERCURY_MAX_LEVELS 16
@@ -68,12 +68,14 @@ struct mercury_sock_tags {
 
 /* Per-socket byte counters by band, kept by the classifier in "sock_stats", and the band of
  * the socket's last packet (the order guard: a socket moves to a more urgent band only when
- * none of its earlier packets still waits below TCP). */
+ * none of its earlier packets still waits below TCP, or once the guard has held it for
+ * cfg.order_guard_us). */
 struct mercury_sock_stats {
 	__u64 bytes[MERCURY_MAX_BANDS];
 	__u64 packets[MERCURY_MAX_BANDS];
-	__u32 last_band; /* band + 1 of the last packet; 0: none yet */
-	__u32 pad;
+	__u32 last_band;      /* band + 1 of the last packet; 0: none yet */
+	__u32 guard_since_us; /* low 32 bits of the monotonic clock in us (never 0) when the
+			       * guard first held the socket's pending rise; 0: not holding */
 };
 
 /* What the classifier decided for a packet; one counter pair each. */
@@ -101,9 +103,17 @@ struct mercury_stats {
 	/* packets kept in their socket's previous, less urgent band because earlier packets of
 	 * the socket were still queued there: moving them up would reorder the TCP stream */
 	struct mercury_counter order_kept;
+	/* packets that moved up although earlier packets of their socket were still queued in a
+	 * less urgent band, because the guard had held the socket for cfg.order_guard_us: one
+	 * per such rise (the reordering it allows is those queued bytes, once) */
+	struct mercury_counter order_released;
 	/* packets whose IP header got their band's DSCP (cfg.dscp_on; tagged packets only) */
 	struct mercury_counter dscp_marked;
 };
+
+/* The order guard's bound mercuryd writes into cfg.order_guard_us: a level rise takes effect
+ * at most this long after the guard first held it, whatever the other traffic does. */
+#define MERCURY_ORDER_GUARD_US 4000
 
 /* Value of the array "cfg" (one entry), written by mercuryd at attach. */
 struct mercury_iface_cfg {
@@ -116,6 +126,9 @@ struct mercury_iface_cfg {
 	 * other packets are left untouched. */
 	__u32 dscp_on;
 	__u8 dscp[MERCURY_MAX_BANDS]; /* band -> DSCP value 0..63 */
+	/* The order guard's bound: a socket held in its previous band (its earlier packets still
+	 * queued in a less urgent one) moves up once held this long. 0: no bound. */
+	__u32 order_guard_us;
 };
 
 /*

@@ -307,6 +307,7 @@ static int plan_backend(const struct cli_ctx *ctx, struct attach_plan *p)
 		return -1;
 	}
 	st->dscp_on = a->dscp.on;
+	p->cfg.order_guard_us = MERCURY_ORDER_GUARD_US;
 	p->cfg.dscp_on = st->dscp_on;
 	memcpy(p->cfg.dscp, st->dscp, sizeof(p->cfg.dscp));
 	st->layout_version = MERCURY_LAYOUT_VERSION;

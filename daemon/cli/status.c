@@ -89,6 +89,10 @@ static int show_one(const char *iface, void *arg)
 		json_object_object_add(o, "outcomes", outs);
 		/* packets held in their socket's previous band to keep its stream in order */
 		json_object_object_add(o, "order_kept", counter_json(&sum.order_kept));
+		/* rises let through by the guard's bound, and the bound */
+		json_object_object_add(o, "order_released", counter_json(&sum.order_released));
+		json_object_object_add(o, "order_guard_us",
+				       json_object_new_int64((int64_t)cfg.order_guard_us));
 		/* the band -> DSCP map the classifier reads (null: off), and what it marked */
 		json_object_object_add(o, "dscp", dscp_json(cfg.dscp_on, cfg.dscp, st.nbands));
 		json_object_object_add(o, "dscp_marked", counter_json(&sum.dscp_marked));
@@ -113,6 +117,8 @@ static int show_one(const char *iface, void *arg)
 	printf("  kept in their socket's previous band (stream order): %llu packets, %llu bytes\n",
 	       (unsigned long long)sum.order_kept.packets,
 	       (unsigned long long)sum.order_kept.bytes);
+	printf("  moved up past the order guard's bound (%.1f ms): %llu packets\n",
+	       cfg.order_guard_us / 1000.0, (unsigned long long)sum.order_released.packets);
 	{
 		char map[256];
 

@@ -127,6 +127,8 @@ int iface_stats_read(const char *root, const char *iface, struct mercury_stats *
 			}
 			sum->order_kept.packets += per_cpu[c].order_kept.packets;
 			sum->order_kept.bytes += per_cpu[c].order_kept.bytes;
+			sum->order_released.packets += per_cpu[c].order_released.packets;
+			sum->order_released.bytes += per_cpu[c].order_released.bytes;
 			sum->dscp_marked.packets += per_cpu[c].dscp_marked.packets;
 			sum->dscp_marked.bytes += per_cpu[c].dscp_marked.bytes;
 		}

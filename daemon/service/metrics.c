@@ -110,6 +110,11 @@ static int iface_metrics(const char *iface, void *arg)
 		put_label(f, iface);
 		fprintf(f, "\"} %llu\n", (unsigned long long)sum.order_kept.packets);
 		break;
+	case 10:
+		fputs("mercury_order_released_packets_total{iface=\"", f);
+		put_label(f, iface);
+		fprintf(f, "\"} %llu\n", (unsigned long long)sum.order_released.packets);
+		break;
 	case 8: /* the DSCP export: one series a band while it is on, none when off */
 		for (unsigned b = 0; st.dscp_on && b < st.nbands && b < MERCURY_MAX_BANDS; b++) {
 			fputs("mercury_band_dscp{iface=\"", f);
@@ -144,6 +149,9 @@ static void datapath_metrics(FILE *f, const char *root)
 	     "DSCP written into tagged packets of each band (attach --dscp; absent when off)."},
 	    {"mercury_dscp_marked_packets_total", "counter",
 	     "Tagged packets whose IP header got their band's DSCP."},
+	    {"mercury_order_released_packets_total", "counter",
+	     "Level rises the order guard let through at its time bound, its socket's earlier "
+	     "packets still queued."},
 	};
 	struct iface_walk w = {.f = f, .root = root};
 	char path[PATH_MAX];

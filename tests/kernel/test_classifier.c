@@ -728,6 +728,7 @@ static void read_stats(const struct bpf_map *map, struct mercury_stats *sum)
 		}
 		sum->order_kept.packets += percpu[c].order_kept.packets;
 		sum->order_kept.bytes += percpu[c].order_kept.bytes;
+		sum->order_released.packets += percpu[c].order_released.packets;
 		sum->dscp_marked.packets += percpu[c].dscp_marked.packets;
 		sum->dscp_marked.bytes += percpu[c].dscp_marked.bytes;
 	}
@@ -893,6 +894,71 @@ static void test_order_guard(void **state)
 	ss.last_band = 0;
 	assert_int_equal(
 	    bpf_map_update_elem(bpf_map__fd(skel->maps.test_sock_stats), &zero, &ss, BPF_ANY), 0);
+}
+
+static uint32_t monotonic_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts); /* bpf_ktime_get_ns()'s clock */
+	return (uint32_t)((uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u);
+}
+
+/*
+ * The order guard's bound: the first held packet records when; while held for less than
+ * cfg.order_guard_us the socket stays; past it the packet moves up (order_released counts it)
+ * although earlier packets are still queued, and the record is cleared.
+ */
+static void test_order_guard_bound(void **state)
+{
+	struct classifier_test_bpf *skel = fx.skel;
+	struct mercury_iface_cfg cfg = cfg3();
+	struct mercury_test_view view = {
+	    .has_sock = 1, .snd_una = 50000, .bytes_acked = 1500, .has_tags = 1, .queued = 1};
+	struct mercury_sock_stats ss = {.last_band = 2 + 1}, got;
+	struct pkt_spec at_level0 = {TCP4(500)};
+	struct mercury_stats before, after;
+	uint8_t frame[FRAME_MAX];
+	int prog = bpf_program__fd(skel->progs.mercury_egress_test);
+	int map = bpf_map__fd(skel->maps.test_sock_stats);
+	size_t len = build_frame(&at_level0, frame);
+	uint32_t zero = 0;
+
+	(void)state;
+	cfg.order_guard_us = 50000; /* 50 ms: far longer than the steps below take */
+	set_elem(skel->maps.cfg, &cfg);
+	set_elem(skel->maps.test_tags, &tags_basic);
+	set_elem(skel->maps.test_view, &view);
+	assert_int_equal(bpf_map_update_elem(map, &zero, &ss, BPF_ANY), 0);
+	read_stats(skel->maps.stats, &before);
+	/* first hold: kept, and the time recorded */
+	assert_int_equal(run_once(prog, frame, len).priority, PRIO_BASE + 2);
+	assert_int_equal(bpf_map_lookup_elem(map, &zero, &got), 0);
+	assert_int_not_equal(got.guard_since_us, 0);
+	assert_true(monotonic_us() - got.guard_since_us < 50000);
+	/* held again within the bound: still kept, the first time kept */
+	assert_int_equal(run_once(prog, frame, len).priority, PRIO_BASE + 2);
+	assert_int_equal(bpf_map_lookup_elem(map, &zero, &ss), 0);
+	assert_int_equal(ss.guard_since_us, got.guard_since_us);
+	/* held since 60 ms ago: moves up, counted as released, record cleared */
+	ss.guard_since_us = (monotonic_us() - 60000) | 1;
+	assert_int_equal(bpf_map_update_elem(map, &zero, &ss, BPF_ANY), 0);
+	assert_int_equal(run_once(prog, frame, len).priority, PRIO_BASE + 0);
+	read_stats(skel->maps.stats, &after);
+	assert_int_equal(after.order_kept.packets - before.order_kept.packets, 2);
+	assert_int_equal(after.order_released.packets - before.order_released.packets, 1);
+	assert_int_equal(bpf_map_lookup_elem(map, &zero, &got), 0);
+	assert_int_equal(got.guard_since_us, 0);
+	assert_int_equal(got.last_band, 0 + 1);
+	/* order_guard_us 0: no bound, held however long */
+	cfg.order_guard_us = 0;
+	set_elem(skel->maps.cfg, &cfg);
+	ss = (struct mercury_sock_stats){.last_band = 2 + 1,
+					 .guard_since_us = (monotonic_us() - 60000000) | 1};
+	assert_int_equal(bpf_map_update_elem(map, &zero, &ss, BPF_ANY), 0);
+	assert_int_equal(run_once(prog, frame, len).priority, PRIO_BASE + 2);
+	ss = (struct mercury_sock_stats){0};
+	assert_int_equal(bpf_map_update_elem(map, &zero, &ss, BPF_ANY), 0);
 }
 
 /* ---- DSCP export ------------------------------------------------------------------------ */
@@ -1475,6 +1541,7 @@ int main(void)
 	    cmocka_unit_test(test_table),
 	    cmocka_unit_test(test_full_table_every_range),
 	    cmocka_unit_test(test_order_guard),
+	    cmocka_unit_test(test_order_guard_bound),
 	    cmocka_unit_test(test_dscp_ipv4),
 	    cmocka_unit_test(test_dscp_ipv6),
 	    cmocka_unit_test(test_dscp_untouched),
