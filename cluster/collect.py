@@ -22,7 +22,7 @@ def counters(tag, i):
         return [int(x) for x in f.read().split()]
 
 
-out_segs = retrans = tx = timeouts = 0
+out_segs = retrans = tx = timeouts = rtx_host_queued = 0
 for i in range(n):
     a, b = counters("c0", i), counters("c1", i)
     out_segs += b[0] - a[0]
@@ -30,6 +30,8 @@ for i in range(n):
     tx += b[2] - a[2]
     if len(a) > 3 and len(b) > 3:
         timeouts += b[3] - a[3]
+    if len(a) > 4 and len(b) > 4:
+        rtx_host_queued += b[4] - a[4]
 
 
 def read_or(name, default):
@@ -78,6 +80,9 @@ res = {
     # Retransmission timeouts (TcpExt TCPTimeouts, every node): with the minimum RTO scaled
     # with time, one costs more than an iteration.
     "timeouts": timeouts,
+    # Retransmissions not sent because the original still waited in the sender's own qdisc
+    # (TCPSpuriousRtxHostQueues): a timer that fired on local queueing, not a loss.
+    "rtx_still_queued": rtx_host_queued,
     "switch_drops": switch_drops,
     "fabric": fabric,
     "link_util": round(tx * 8 / (n * rate * 1e6 * (t1 - t0)), 4),

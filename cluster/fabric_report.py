@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Tables of cluster/fabric.sh's results.jsonl (Markdown on stdout): per model and fabric, each
-mode's median iteration time over its runs (spread in brackets), retransmissions and
-retransmission timeouts, and Mercury's share of the ideal gain over fifo.
+mode's median iteration time over its runs (spread in brackets), retransmissions,
+retransmission timeouts (with the retransmissions the sender held back because the original
+still waited in its own qdisc: a timer on local queueing, not a loss) and Mercury's share of
+the ideal gain over fifo.
 Usage: fabric_report.py RESULTS.jsonl"""
 import json
 import statistics
@@ -59,7 +61,7 @@ def main():
     print("| nodes, fabric | model | fifo s | partition (tuned) s | mercury s | mercury + DSCP ports s "
           "| ideal s | mercury vs fifo | share of ideal gain: mercury / + DSCP "
           "| mercury + DSCP vs partition | retrans % fifo / mercury / + DSCP "
-          "| timeouts fifo / mercury / + DSCP |")
+          "| timeouts [retransmissions held: original still queued in the sender] fifo / mercury / + DSCP, all runs |")
     print("|" + "---|" * 12)
     for (tag, model), d in sorted(cells.items()):
         fabric = next((r.get("fabric") for m in MODES for r in d.get(m, [])), "")
@@ -68,7 +70,12 @@ def main():
         ideal = med(d.get("ideal", []))
         rt = " / ".join(f"{med(d.get(m, []), 'retrans_pct') or 0:.2f}" for m in
                         ["fifo", "mercury", "mercury-dscp"])
-        to = " / ".join(str(sum(r.get("timeouts", 0) for r in d.get(m, []))) for m in
+        def total(m, key):
+            runs = d.get(m, [])
+            if not runs or all(key not in r for r in runs):
+                return "—"
+            return str(sum(r.get(key, 0) for r in runs))
+        to = " / ".join(f"{total(m, 'timeouts')} [{total(m, 'rtx_still_queued')}]" for m in
                         ["fifo", "mercury", "mercury-dscp"])
         print(f"| {nodes}, {fabric} | {model} | {cell_text(d.get('fifo', []))} "
               f"| {cell_text(d.get('partition', []))} | {cell_text(d.get('mercury', []))} "

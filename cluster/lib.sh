@@ -192,8 +192,13 @@ port_shape() {
 	[ "$CL_FABRIC" = egress ] && return 0
 	cl_sw tc qdisc del dev "$dev" root 2>/dev/null
 	if [ "$CL_PORT_QUEUES" -le 1 ]; then
+		# CL_PORT_SEGMENT=1: a peak rate just above the rate with a 1514-byte bucket makes
+		# tbf cut every GSO packet into MTU-sized ones, so a full port drops packets one
+		# by one as a switch does, not 64 KB at a time
+		local seg=()
+		[ "${CL_PORT_SEGMENT:-0}" = 1 ] && seg=(peakrate "$((rate * 105 / 100))mbit" mtu 1514)
 		cl_sw tc qdisc add dev "$dev" root handle 5: tbf rate "${rate}mbit" burst 64kb \
-			limit "$CL_PORT_BUF" || return 1
+			limit "$CL_PORT_BUF" "${seg[@]}" || return 1
 		return 0
 	fi
 	cl_sw tc qdisc add dev "$dev" root handle 5: htb default 10 || return 1
@@ -324,7 +329,9 @@ fastpath_start() {
 	done
 }
 
-# Kernel counters of node i: "OutSegs RetransSegs tx_bytes(e0) TCPTimeouts".
+# Kernel counters of node i: "OutSegs RetransSegs tx_bytes(e0) TCPTimeouts
+# TCPSpuriousRtxHostQueues" (the last: retransmissions TCP dropped because the original was
+# still queued in the node itself, e.g. waiting in a starved band: a timer, not a loss).
 counters() {
 	cl_in "$1" awk '
 		/^Tcp:/ { if (!h) { for (k = 1; k <= NF; k++) col[$k] = k; h = 1 }
@@ -333,7 +340,8 @@ counters() {
 	cl_in "$1" awk -F'[: ]+' '$2 == "e0" { print $11 }' /proc/net/dev | tr '\n' ' '
 	cl_in "$1" awk '
 		/^TcpExt:/ { if (!h) { for (k = 1; k <= NF; k++) col[$k] = k; h = 1 }
-			     else { print $col["TCPTimeouts"] } }' /proc/net/netstat
+			     else { print $col["TCPTimeouts"], $col["TCPSpuriousRtxHostQueues"] } }' \
+		/proc/net/netstat
 }
 
 # Drops at the switch ports so far (sum over every port's qdiscs).
