@@ -51,6 +51,10 @@ CL_BANDS=${CL_BANDS:-15}
 # (bench.sh runs such a cell again; report.py and demo.sh name it).
 CL_STEAL_MAX=${STEAL_MAX:-0.05}
 CL_FABRIC=${CL_FABRIC:-duplex}
+# Band of untagged traffic (mercuryd attach --default-band; shaper mercuryd): 0, above every
+# tag, so that fifo and partition runs (untagged) and pure ACKs go first. cluster/multijob.sh's
+# bulk case sets the last band instead (mercuryd's own default): other traffic below training.
+CL_DEFAULT_BAND=${CL_DEFAULT_BAND:-0}
 CL_PORT_BUF_REAL=${CL_PORT_BUF_REAL:-2097152}
 CL_PORT_QUEUES=${CL_PORT_QUEUES:-1}
 CL_OVERSUB=${CL_OVERSUB:-2}
@@ -242,7 +246,8 @@ shaper_attach() {
 		local dscp=()
 		[ "$CL_PORT_QUEUES" -gt 1 ] || [ "${CL_DSCP:-0}" = 1 ] && dscp=(--dscp "$(cl_dscp_list)")
 		cl_in "$i" "$MERCURYD" --pin-root "$CL_PIN/n$i" attach e0 --qdisc htb \
-			--bands "$CL_BANDS" --rate "${rate}mbit" --default-band 0 "${dscp[@]}" >/dev/null || {
+			--bands "$CL_BANDS" --rate "${rate}mbit" --default-band "$CL_DEFAULT_BAND" \
+			"${dscp[@]}" >/dev/null || {
 			echo "cluster: mercuryd attach failed on node $i" >&2
 			return 1
 		}
