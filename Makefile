@@ -276,7 +276,7 @@ uninstall:
 	-rmdir $(DESTDIR)$(PYTHONDIR)/mercury 2>/dev/null
 
 # Reference PS on the emulated cluster (cluster/): the paper's comparison and its short demo.
-.PHONY: bench-cluster demo-cluster bench-torch bench-torch-trace bench-baseline bench-fabric
+.PHONY: bench-cluster demo-cluster bench-torch bench-torch-trace bench-baseline bench-fabric bench-multijob
 # Real training (resnet18 on 2 emulated nodes, 4 rates) against DDP over gloo: ~55 min.
 bench-torch: $(BUILD)/mercury-ps $(BUILD)/mercuryd $(BUILD)/libmercury-ps.so
 	bench/torch_bench.sh
@@ -301,6 +301,13 @@ bench-baseline: $(BUILD)/mercury-ps $(BUILD)/mercuryd
 
 demo-cluster: $(BUILD)/mercury-ps $(BUILD)/mercuryd
 	cluster/demo.sh
+
+# Two PS jobs sharing 4 nodes (ResNet-50 + VGG16, BERT-base + Inception-v3; alone, fifo,
+# tuned ByteScheduler, per-job priority, Mercury 1:1 and 2:1), then beside a bulk transfer:
+# about 40 min (cluster/multijob.sh; --repeat 1 about 15). Not in CI: tests/integration/
+# test_multijob.sh is its smoke.
+bench-multijob: $(BUILD)/mercury-ps $(BUILD)/mercuryd
+	cluster/multijob.sh
 
 # The PS unit tests link the PS objects they test; the node test brings its own tagging
 # (tag.c's calls into libmercury are stubbed there).

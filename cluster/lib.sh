@@ -51,6 +51,10 @@ CL_BANDS=${CL_BANDS:-15}
 # (bench.sh runs such a cell again; report.py and demo.sh name it).
 CL_STEAL_MAX=${STEAL_MAX:-0.05}
 CL_FABRIC=${CL_FABRIC:-duplex}
+# Band of untagged traffic (mercuryd attach --default-band; shaper mercuryd): 0, above every
+# tag, so that fifo and partition runs (untagged) and pure ACKs go first. cluster/multijob.sh's
+# bulk case sets the last band instead (mercuryd's own default): other traffic below training.
+CL_DEFAULT_BAND=${CL_DEFAULT_BAND:-0}
 CL_PORT_BUF_REAL=${CL_PORT_BUF_REAL:-2097152}
 CL_PORT_QUEUES=${CL_PORT_QUEUES:-1}
 CL_OVERSUB=${CL_OVERSUB:-2}
@@ -247,7 +251,8 @@ shaper_attach() {
 		local dscp=()
 		[ "$CL_PORT_QUEUES" -gt 1 ] || [ "${CL_DSCP:-0}" = 1 ] && dscp=(--dscp "$(cl_dscp_list)")
 		cl_in "$i" "$MERCURYD" --pin-root "$CL_PIN/n$i" attach e0 --qdisc htb \
-			--bands "$CL_BANDS" --rate "${rate}mbit" --default-band 0 "${dscp[@]}" >/dev/null || {
+			--bands "$CL_BANDS" --rate "${rate}mbit" --default-band "$CL_DEFAULT_BAND" \
+			"${dscp[@]}" >/dev/null || {
 			echo "cluster: mercuryd attach failed on node $i" >&2
 			return 1
 		}
@@ -480,5 +485,91 @@ run_torch() {
 	CL_PIDS+=("${pids[@]}")
 	for i in "${!pids[@]}"; do wait "${pids[$i]}" || rc=1; done
 	CL_PIDS=("${saved[@]}")
+	return $rc
+}
+
+# run_jobs OUT_JSONL LABEL: several PS jobs at once on every node (cluster/multijob.sh). Job j
+# is MJ_MODEL[j] in MJ_MODE[j] with mercury-ps arguments MJ_ARGS[j] (one string, split on
+# blanks) and server port 9555 + 100 j; every job's process of node i runs in node i's
+# namespace and cgroup and tags through node i's one mercuryd. With MJ_BULK="SRC DST BYTES
+# DELAY" a fixed-size bulk transfer (bench/link_bulk.py send --bytes, 4 connections, untagged)
+# runs from node SRC to node DST beside them, starting DELAY seconds after the jobs. Appends
+# one line per job (collect.py's summary of that job, its index in "job_index"; the kernel
+# counters are the whole cluster's over the whole run, shared by every job's line) and, with
+# MJ_BULK, one line with mode "bulk". Returns non-zero when any process failed.
+run_jobs() {
+	local out=$1 label=$2 j i rc=0 t0 t1 cpu0 cpu1 tmp pids=() cg=() bulk_pids=()
+	local njobs=${#MJ_MODEL[@]}
+	tmp=$(mktemp -d)
+	for ((i = 0; i < CL_NODES; i++)); do counters "$i" >"$tmp/c0.$i"; done
+	switch_drops >"$tmp/swdrop0"
+	cpu0=$(cpu_busy_jiffies)
+	t0=$(date +%s.%N)
+	for ((j = 0; j < njobs; j++)); do
+		local port=$((9555 + 100 * j)) hosts="" extra=() args=()
+		read -ra args <<<"${MJ_ARGS[$j]}"
+		for ((i = 0; i < CL_NODES; i++)); do hosts+="${hosts:+,}$(cl_ip "$i"):$port"; done
+		[ "$CL_SHAPER" = mercuryd ] && extra+=(--bands "$CL_BANDS")
+		mkdir -p "$tmp/j$j"
+		for ((i = 0; i < CL_NODES; i++)); do
+			mapfile -t cg < <(cl_exec_cg "$i")
+			nsenter --net=/var/run/netns/"$(cl_ns "$i")" "${cg[@]}" \
+				env MERCURY_SOCKET="$CL_RUN/n$i.sock" MERCURY_BANDS="$CL_BANDS" \
+				timeout 600 "$PS_BIN" run --profile "$CL_ROOT/models/${MJ_MODEL[$j]}.prof" \
+				--mode "${MJ_MODE[$j]}" --nodes "$CL_NODES" --rank "$i" --hosts "$hosts" \
+				--port "$port" "${extra[@]}" "${args[@]}" \
+				>"$tmp/j$j/out.$i" 2>"$tmp/j$j/err.$i" &
+			pids+=($!)
+		done
+	done
+	if [ -n "${MJ_BULK:-}" ]; then
+		local src dst bytes delay
+		read -r src dst bytes delay <<<"$MJ_BULK"
+		cl_in "$dst" "$CL_PY" "$CL_ROOT/bench/link_bulk.py" serve --bind "$(cl_ip "$dst")" \
+			--port 29612 --conns 4 --seconds 600 &
+		bulk_pids+=($!)
+		cl_in "$src" "$CL_PY" "$CL_ROOT/bench/link_bulk.py" send --to "$(cl_ip "$dst")" \
+			--port 29612 --conns 4 --bytes "$bytes" --delay "$delay" >"$tmp/bulk" 2>"$tmp/bulk.err" &
+		bulk_pids+=($!)
+	fi
+	local saved=("${CL_PIDS[@]}")
+	CL_PIDS+=("${pids[@]}" "${bulk_pids[@]}")
+	for p in "${pids[@]}" "${bulk_pids[@]:1}"; do wait "$p" || rc=1; done
+	# the receiver has exited once the transfer is complete; after a failed one it would
+	# wait for connections until its timeout
+	[ ${#bulk_pids[@]} -gt 0 ] && { kill "${bulk_pids[0]}" 2>/dev/null; wait "${bulk_pids[0]}"; }
+	CL_PIDS=("${saved[@]}")
+	t1=$(date +%s.%N)
+	cpu1=$(cpu_busy_jiffies)
+	for ((i = 0; i < CL_NODES; i++)); do counters "$i" >"$tmp/c1.$i"; done
+	switch_drops >"$tmp/swdrop1"
+	fabric_desc >"$tmp/fabric"
+	for ((j = 0; j < njobs; j++)); do
+		cp "$tmp"/c[01].* "$tmp"/swdrop* "$tmp/fabric" "$tmp/j$j/"
+		if ! jq -es 'length > 0 and all(.[]; .ok)' "$tmp/j$j"/out.* >/dev/null 2>&1; then
+			echo "cluster: $label job $j (${MJ_MODEL[$j]}) failed:" >&2
+			cat "$tmp/j$j"/err.* >&2
+		fi
+		/usr/bin/python3 "$CL_ROOT/cluster/collect.py" "$tmp/j$j" "$CL_NODES" "$label" \
+			"${MJ_MODEL[$j]}" "${MJ_MODE[$j]}" "$t0" "$t1" "$cpu0" "$cpu1" "$CL_RATE_MBIT" \
+			"$CL_SHAPER" "$CL_CC" |
+			jq -c --argjson j "$j" --slurpfile n <(cat "$tmp/j$j"/out.* 2>/dev/null) \
+				'. + {job_index: $j, job: ($n[0].job // null), weight: ($n[0].weight // null),
+				      job_band: ($n[0].job_band // null),
+				      bytes_sent: ([$n[] | .bytes_sent // 0] | add),
+				      total_iters: ([$n[0].fp_end // [] | length] | .[0] - 1)}' >>"$out"
+	done
+	if [ -n "${MJ_BULK:-}" ]; then
+		if [ -s "$tmp/bulk" ]; then
+			jq -c --arg l "$label" --arg s "$src" --arg d "$dst" \
+				'. + {label: $l, mode: "bulk", ok: true, src: ($s | tonumber), dst: ($d | tonumber)}' \
+				"$tmp/bulk" >>"$out"
+		else
+			echo "cluster: $label: the bulk transfer failed: $(cat "$tmp/bulk.err")" >&2
+			jq -nc --arg l "$label" '{label: $l, mode: "bulk", ok: false}' >>"$out"
+			rc=1
+		fi
+	fi
+	rm -rf "$tmp"
 	return $rc
 }

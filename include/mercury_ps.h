@@ -68,12 +68,20 @@ struct mercury_ps_options {
 				* server exchange their data through memory; 1: through
 				* loopback TCP, as with any other node */
 	enum mercury_ps_placement placement; /* every node and server must agree (HELLO checks) */
+	/* The job towards mercuryd (added after placement: a caller built before gets 1, 1, -1). */
+	uint32_t job;	 /* job id declared to mercuryd, >= 1 (1); ids are per user: two
+			  * jobs of one user on a node need different ones */
+	uint32_t weight; /* 1..1000 (1): a job of weight w yields floor(log2(w_max / w))
+			  * bands to the heaviest job on the node (2:1 = one band) */
+	int job_band;	 /* fifo, partition: >= 0 tags every byte of the job at this one
+			  * band (per-job priority, 0 .. bands - 3); -1 (default): none */
 };
 
 #define MERCURY_PS_OPTIONS_INIT                                                                    \
 	{                                                                                          \
 		.sz = sizeof(struct mercury_ps_options), .conns = 16, .bands = 8, .part = 1000000, \
-		.credit = 4000000, .bound = 1000000, .timeout_s = 60                               \
+		.credit = 4000000, .bound = 1000000, .timeout_s = 60, .job = 1, .weight = 1,       \
+		.job_band = -1                                                                     \
 	}
 
 struct mercury_ps;

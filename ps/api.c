@@ -7,6 +7,8 @@
 
 #include "node.h"
 #include "mercury_ps.h"
+#include "mercury_groups.h"
+#include "mercury_wire.h"
 
 #define API __attribute__((visibility("default")))
 
@@ -82,6 +84,23 @@ static int options_to_config(const struct mercury_ps_options *o, struct ps_confi
 	c->user_data = true;
 	c->role = o->external_servers ? PS_ROLE_WORKER : PS_ROLE_NODE;
 	c->local_direct = !o->colocated_tcp;
+	if (o->job < 1 || o->weight < 1 || o->weight > MW_MAX_WEIGHT) {
+		snprintf(err, errlen, "bad options: job %u (give >= 1), weight %u (give 1..%d)",
+			 o->job, o->weight, MW_MAX_WEIGHT);
+		return -EINVAL;
+	}
+	unsigned groups = mercury_current_groups(o->bands >= 2 ? (unsigned)o->bands : 2);
+	if (o->job_band < -1 || (o->job_band >= 0 && (unsigned)o->job_band >= groups) ||
+	    (o->job_band >= 0 && o->mode == MERCURY_PS_MERCURY)) {
+		snprintf(err, errlen,
+			 "bad options: job_band %d: -1 (none), or 0..%u in fifo or partition mode "
+			 "(mercury mode tags by layer)",
+			 o->job_band, groups - 1);
+		return -EINVAL;
+	}
+	c->job = o->job;
+	c->weight = o->weight;
+	c->job_band = o->job_band;
 	return 0;
 }
 

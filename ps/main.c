@@ -21,6 +21,8 @@
 #include "cli/serve_cmd.h"
 #include "rate.h"
 #include "mercury_abi.h"
+#include "mercury_groups.h"
+#include "mercury_wire.h"
 
 /*
  * Payload bytes per byte a node's egress carries. A 1448-byte segment takes a 1514-byte frame
@@ -91,6 +93,13 @@ static void usage(FILE *f)
 	    "                    (instead of --profile)\n"
 	    "  --jobs J          serve: exit after J jobs (0: until SIGTERM, the default)\n"
 	    "  --exit-with-parent  serve: end (as on SIGTERM) when the parent process ends\n"
+	    "  --job ID          the job id declared to mercuryd, 1..4294967295 (1): two jobs\n"
+	    "                    of one user on a node need different ids\n"
+	    "  --weight W        the job's weight against other jobs on the node, 1..1000 (1):\n"
+	    "                    a job of weight w yields floor(log2(w_max / w)) bands to the\n"
+	    "                    heaviest job\n"
+	    "  --job-band B      fifo, partition: per-job priority, every byte of the job tagged\n"
+	    "                    at band B (0 .. bands - 3; plus its weight's shift)\n"
 	    "serve prints one JSON object per job (all its workers said goodbye, or it failed)\n"
 	    "and goes on with the next; SIGTERM or SIGINT ends it, exit status 0.\n");
 }
@@ -165,6 +174,9 @@ static void print_result(const struct ps_config *c, const struct ps_profile *p, 
 									   : p->nlayers));
 	json_object_object_add(o, "rcvbuf",
 			       json_object_new_int(c->mode == PS_MERCURY ? c->rcvbuf : 0));
+	json_object_object_add(o, "job", json_object_new_int64(c->job));
+	json_object_object_add(o, "weight", json_object_new_int64(c->weight));
+	json_object_object_add(o, "job_band", json_object_new_int(c->job_band));
 	add_bool(o, "tagged", r->tagged);
 	add_u64(o, "tags_fastpath", r->tags_fastpath);
 	add_u64(o, "tags_service", r->tags_service);
@@ -283,6 +295,9 @@ int main(int argc, char **argv)
 	    {"layers", 1, 0, 'L'},
 	    {"jobs", 1, 0, 'J'},
 	    {"exit-with-parent", 0, 0, 'Z'},
+	    {"job", 1, 0, 'j'},
+	    {"weight", 1, 0, 'g'},
+	    {"job-band", 1, 0, 'y'},
 	    {"help", 0, 0, 'h'},
 	    {0, 0, 0, 0},
 	};
@@ -458,6 +473,43 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			break;
+		case 'j':
+		case 'g':
+		case 'y': {
+			char *end;
+			unsigned long long v;
+
+			errno = 0;
+			v = strtoull(optarg, &end, 10);
+			if (o == 'j' && (!*optarg || *end || *optarg == '-' || errno || v < 1 ||
+					 v > UINT32_MAX)) {
+				fprintf(stderr,
+					"mercury-ps: --job '%s': give a job id, 1 to 4294967295\n",
+					optarg);
+				return 2;
+			}
+			if (o == 'g' && (!*optarg || *end || *optarg == '-' || errno || v < 1 ||
+					 v > MW_MAX_WEIGHT)) {
+				fprintf(stderr, "mercury-ps: --weight '%s': give 1 to %d\n", optarg,
+					MW_MAX_WEIGHT);
+				return 2;
+			}
+			if (o == 'y' && (!*optarg || *end || *optarg == '-' || errno ||
+					 v >= MERCURY_MAX_LEVELS)) {
+				fprintf(
+				    stderr,
+				    "mercury-ps: --job-band '%s': give a band, 0 to bands - 3\n",
+				    optarg);
+				return 2;
+			}
+			if (o == 'j')
+				c.job = (uint32_t)v;
+			else if (o == 'g')
+				c.weight = (uint32_t)v;
+			else
+				c.job_band = (int)v;
+			break;
+		}
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -469,6 +521,19 @@ int main(int argc, char **argv)
 	if (!profile == !layers || (layers && strcmp(cmd, "serve"))) {
 		fprintf(stderr, "mercury-ps: give --profile (see models/)%s\n",
 			strcmp(cmd, "serve") ? "" : " or --layers, not both");
+		return 2;
+	}
+	if (c.job_band >= 0 && c.mode == PS_MERCURY) {
+		fprintf(stderr, "mercury-ps: --job-band is per-job priority for --mode fifo or "
+				"partition (mercury mode tags by layer)\n");
+		return 2;
+	}
+	if (c.job_band >= 0 &&
+	    (unsigned)c.job_band >= mercury_current_groups((unsigned)c.tag_levels)) {
+		fprintf(stderr,
+			"mercury-ps: --job-band %d: with --bands %d the job bands are 0 to %u\n",
+			c.job_band, c.tag_levels,
+			mercury_current_groups((unsigned)c.tag_levels) - 1);
 		return 2;
 	}
 	c.op_cost_s = op_cost_us * 1e-6 * c.time_scale;

@@ -83,6 +83,11 @@ void *ps_tx(void *arg)
 				ps_tag_next(c, sizeof(it.h) + plen, (int)it.h.layer,
 					    it.h.type == PS_MSG_PUSH ? PS_DIR_PUSH : PS_DIR_PULL,
 					    it.h.iter);
+			else if (n->cfg.job_band >= 0) /* every byte, messages of control too */
+				ps_tag_next(c, sizeof(it.h) + plen, 0,
+					    it.h.type == PS_MSG_PULL_DATA ? PS_DIR_PULL
+									  : PS_DIR_PUSH,
+					    it.h.iter);
 			r = ps_write_msg(c->fd, &it.h, it.data, plen);
 			if (r) {
 				if (!atomic_load(&n->closing))
@@ -150,7 +155,7 @@ static struct ps_conn *conn_new(struct ps_node *n, int fd, int peer, int index, 
 
 static int conn_start(struct ps_conn *c)
 {
-	if (c->node->cfg.mode == PS_MERCURY)
+	if (ps_tags(c->node))
 		ps_tag_register(c);
 	if (pthread_create(&c->rx, NULL, c->worker_side ? ps_worker_rx : ps_server_rx, c))
 		return -EAGAIN;
@@ -188,7 +193,7 @@ static void conn_free(struct ps_conn *c)
 {
 	if (!c)
 		return;
-	if (c->node->cfg.mode == PS_MERCURY)
+	if (ps_tags(c->node))
 		ps_tag_unregister(c);
 	close(c->fd);
 	ps_sendq_destroy(&c->q);
@@ -366,6 +371,9 @@ void ps_config_defaults(struct ps_config *c)
 	c->slow_rank = -1;
 	c->die_rank = -1;
 	c->tag_levels = 8;
+	c->job = 1;
+	c->weight = 1;
+	c->job_band = -1;
 }
 
 static int alloc_state(struct ps_node *n)
@@ -611,7 +619,7 @@ int ps_node_start(const struct ps_config *cfg, const uint64_t *params, int nlaye
 		r = listen_on(n, err, errlen);
 	if (r)
 		goto fail;
-	if (cfg->mode == PS_MERCURY)
+	if (ps_tags(n))
 		ps_tag_open(n);
 	/* the drainer watches this node's server connections */
 	if (cfg->mode == PS_MERCURY && ps_has_server(n) && ps_drain_start(n)) {

@@ -199,6 +199,12 @@ static inline bool ps_keeps_data(const struct ps_node *n)
 {
 	return n->cfg.verify || n->cfg.user_data;
 }
+/* Whether the node tags its bytes through libmercury: mercury mode (by layer), or per-job
+ * priority (cfg.job_band: the whole job in one band). */
+static inline bool ps_tags(const struct ps_node *n)
+{
+	return n->cfg.mode == PS_MERCURY || n->cfg.job_band >= 0;
+}
 /* One side of iteration `iter` is done at this node (n->mu held): ends it when both are
  * (and, with the drainer running, once every pull of it is acknowledged). */
 void ps_iteration_side_done(struct ps_node *n, uint64_t iter, bool worker_side);

@@ -211,6 +211,10 @@ struct ps_config {
 	bool local_direct;    /* the worker's data for its own node's server (same process)
 			       * goes through memory, not loopback TCP (control messages still
 			       * use the sockets) */
+	uint32_t job;	      /* the job id declared to mercuryd (per user; 1) */
+	uint32_t weight;      /* its weight against other jobs on the node, 1..1000 (1) */
+	int job_band;	      /* >= 0: per-job priority, every byte the job writes tagged at
+			       * this one band (fifo and partition modes); -1: none */
 };
 
 void ps_config_defaults(struct ps_config *c);

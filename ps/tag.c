@@ -1,8 +1,16 @@
 /*
  * The one place where the PS tells Mercury which bytes carry which layer, through libmercury:
- * one client per node (job 1, the profile's layer count), every connection registered, and
- * each message tagged (layer, direction, iteration) right before its bytes are written.
- * Iteration boundaries go to the daemon too, so the oldest iteration's traffic goes first.
+ * one client per node (the job id and weight of --job/--weight, the profile's layer count),
+ * every connection registered, and each message tagged (layer, direction, iteration) right
+ * before its bytes are written. Iteration boundaries go to the daemon too, so the oldest
+ * iteration's traffic goes first.
+ *
+ * Per-job priority (--job-band B, fifo and partition modes): the whole job in one band, as
+ * TensorLights gives each job one priority at the host. With the public API only: the job
+ * is declared as a model of G layers (G = the current iteration's layer groups of the bands,
+ * mercury_current_groups()), every byte it writes is tagged layer B + 1 and no iteration is
+ * ever opened, so each tag counts as the current iteration and lands in group B = band B
+ * (plus the levels its weight yields to heavier jobs, common/job_level.h).
  *
  * If no mercuryd answers, mercury mode says so once and runs without packet priority (the
  * JSON result's "tagged" is false) rather than failing: the benchmark checks that flag.
@@ -14,8 +22,7 @@
 
 #include "node.h"
 #include "mercury.h"
-
-#define PS_JOB 1
+#include "mercury_groups.h"
 
 static const char *why(int err)
 {
@@ -27,16 +34,19 @@ int ps_tag_open(struct ps_node *n)
 	struct mercury_client *cl = NULL;
 	int r;
 
+	uint32_t layers = n->cfg.job_band >= 0 ? mercury_current_groups((unsigned)n->cfg.tag_levels)
+					       : (uint32_t)n->L;
+
 	r = mercury_connect(getenv("MERCURY_SOCKET"), &cl);
 	if (!r)
-		r = mercury_job_declare(cl, PS_JOB, (uint32_t)n->L, 1);
+		r = mercury_job_declare(cl, n->cfg.job, layers, n->cfg.weight);
 	if (r) {
 		/* once per process: `serve` opens a node per job, `local` several at once */
 		static atomic_bool warned;
 
 		if (!atomic_exchange(&warned, true))
 			fprintf(stderr,
-				"mercury-ps: node %d: cannot use mercuryd (%s): mercury mode runs "
+				"mercury-ps: node %d: cannot use mercuryd (%s): the run goes on "
 				"without packet priority (start `mercuryd serve`, set "
 				"MERCURY_SOCKET)\n",
 				n->cfg.rank, why(r));
@@ -85,7 +95,9 @@ int ps_tag_next(struct ps_conn *c, uint64_t nbytes, int layer, enum ps_dir dir, 
 {
 	if (!c->tag)
 		return -ENOTCONN;
-	int r = mercury_tag_next(c->tag, c->fd, PS_JOB, (uint32_t)layer + 1,
+	if (c->node->cfg.job_band >= 0)
+		layer = c->node->cfg.job_band; /* the job's one band, whatever the layer */
+	int r = mercury_tag_next(c->tag, c->fd, c->node->cfg.job, (uint32_t)layer + 1,
 				 dir == PS_DIR_PUSH ? MERCURY_PUSH : MERCURY_PULL, iter, nbytes);
 	if (r)
 		atomic_fetch_add(&c->node->tag_errors, 1);
@@ -94,10 +106,10 @@ int ps_tag_next(struct ps_conn *c, uint64_t nbytes, int layer, enum ps_dir dir, 
 
 void ps_tag_iteration(struct ps_node *n, uint64_t iter, bool begin)
 {
-	if (!n->tagger)
+	if (!n->tagger || n->cfg.job_band >= 0) /* per-job priority: no iteration levels */
 		return;
-	int r = begin ? mercury_iteration_begin(n->tagger, PS_JOB, iter)
-		      : mercury_iteration_end(n->tagger, PS_JOB, iter);
+	int r = begin ? mercury_iteration_begin(n->tagger, n->cfg.job, iter)
+		      : mercury_iteration_end(n->tagger, n->cfg.job, iter);
 	if (r)
 		atomic_fetch_add(&n->tag_errors, 1);
 }

@@ -7,6 +7,11 @@ reference parameter server. mercury.torch drives it; any framework can.
     ps.wait_pull(layer, iteration, address)   # blocks without the GIL; the sum lands there
     ps.close()
 
+job and weight name the training job towards mercuryd (ids are per user: two jobs of one user
+on a node need different ids; weight 1..1000, a job of weight w yields floor(log2(w_max / w))
+bands to the heaviest job); job_band >= 0 (fifo, partition) tags every byte of the job at that
+one band instead: per-job priority.
+
 With external_servers=True every node's share is served by a `mercury-ps serve` process
 (start_server() starts one for this node with the matching layout) instead of this one.
 
@@ -37,7 +42,11 @@ class _Options(ctypes.Structure):
                 ("part", ctypes.c_uint64), ("credit", ctypes.c_uint64),
                 ("bound", ctypes.c_uint64), ("timeout_s", ctypes.c_double),
                 ("timeline", ctypes.c_char_p), ("external_servers", ctypes.c_int),
-                ("colocated_tcp", ctypes.c_int), ("placement", ctypes.c_int)]
+                ("colocated_tcp", ctypes.c_int), ("placement", ctypes.c_int),
+                ("job", ctypes.c_uint32), ("weight", ctypes.c_uint32),
+                ("job_band", ctypes.c_int)]
+
+MAX_WEIGHT = 1000  # include/mercury_wire.h MW_MAX_WEIGHT
 
 
 _lib.mercury_ps_open.argtypes = [ctypes.POINTER(_Options), ctypes.POINTER(ctypes.c_void_p),
@@ -56,11 +65,18 @@ _lib.mercury_ps_tag_counts.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_
 _lib.mercury_ps_close.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t]
 
 
-def _check_choices(mode, placement):
+def _check_choices(mode, placement, job=1, weight=1, job_band=-1):
     """The library's and `mercury-ps serve`'s options alike: a clear error, not a bad index."""
     for what, value, table in (("mode", mode, MODES), ("placement", placement, PLACEMENTS)):
         if value not in table:
             raise ValueError("%s must be one of %s" % (what, ", ".join(table)))
+    for what, value, lo, hi in (("job", job, 1, 2**32 - 1), ("weight", weight, 1, MAX_WEIGHT),
+                                ("job_band", job_band, -1, 13)):
+        if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+            raise ValueError("%s must be an integer %d..%d, not %r" % (what, lo, hi, value))
+    if job_band >= 0 and mode == "mercury":
+        raise ValueError("job_band (per-job priority) is for mode fifo or partition; mercury "
+                         "mode tags by layer")
 
 
 class PSError(OSError):
@@ -72,8 +88,9 @@ class ParameterServer:
 
     def __init__(self, rank, nodes, hosts, layer_params, mode="mercury", conns=16, bands=8,
                  part=1000000, credit=4000000, bound=1000000, timeout=60.0, timeline=None,
-                 external_servers=False, colocated_tcp=False, placement="hash"):
-        _check_choices(mode, placement)
+                 external_servers=False, colocated_tcp=False, placement="hash", job=1,
+                 weight=1, job_band=-1):
+        _check_choices(mode, placement, job, weight, job_band)
         if len(hosts) != nodes:
             raise ValueError("%d hosts for %d nodes" % (len(hosts), nodes))
         self.layer_params = list(layer_params)
@@ -82,7 +99,7 @@ class ParameterServer:
         opts = _Options(ctypes.sizeof(_Options), rank, nodes, self._hosts, self._params,
                         len(self.layer_params), MODES[mode], conns, bands, part, credit, bound, float(timeout),
                         timeline.encode() if timeline else None, int(external_servers),
-                        int(colocated_tcp), PLACEMENTS[placement])
+                        int(colocated_tcp), PLACEMENTS[placement], job, weight, job_band)
         self._ps = ctypes.c_void_p()
         err = ctypes.create_string_buffer(512)
         rc = _lib.mercury_ps_open(ctypes.byref(opts), ctypes.byref(self._ps), err, len(err))
@@ -154,16 +171,16 @@ def _server_binary():
 
 def start_server(rank, nodes, hosts, layer_params, mode="mercury", conns=16, bands=8,
                  part=1000000, credit=4000000, bound=1000000, timeout=60.0, jobs=1,
-                 placement="hash"):
+                 placement="hash", job=1, weight=1, job_band=-1):
     """Starts `mercury-ps serve` for node rank with the layout a ParameterServer of the same
     arguments (and external_servers=True) expects; it listens on hosts[rank] and exits after
     `jobs` jobs (0: until terminated), or when the thread that started it ends (call it from
     the main thread). Its errors go to this process's stderr. Returns the subprocess.Popen."""
-    _check_choices(mode, placement)
+    _check_choices(mode, placement, job, weight, job_band)
     cmd = [_server_binary(), "serve", "--layers", ",".join(str(int(n)) for n in layer_params),
            "--mode", mode, "--nodes", str(nodes), "--rank", str(rank), "--hosts", ",".join(hosts),
            "--conns", str(conns), "--bands", str(bands), "--part", str(part), "--credit",
            str(credit), "--bound", str(bound), "--timeout", str(timeout), "--jobs", str(jobs),
-           "--placement", placement,
-           "--exit-with-parent"]
+           "--placement", placement, "--job", str(job), "--weight", str(weight),
+           "--exit-with-parent"] + (["--job-band", str(job_band)] if job_band >= 0 else [])
     return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stdin=subprocess.DEVNULL)

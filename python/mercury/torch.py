@@ -67,7 +67,7 @@ import warnings
 import torch
 import torch.distributed as dist
 
-from .ps import ParameterServer, start_server
+from .ps import ParameterServer, _check_choices, start_server
 
 __all__ = ["init", "shutdown", "rank", "size", "local_rank", "local_size",
            "DistributedOptimizer", "Average", "Sum", "Adasum", "Compression",
@@ -257,12 +257,14 @@ class DistributedOptimizer(torch.optim.Optimizer):
     Keyword-only, Mercury's own: model (the module whose forward pre-hooks apply each layer's
     update: Mercury's overlap), mode (fifo, partition, mercury; MERCURY_PS_MODE), timeout,
     conns, bands (MERCURY_BANDS), part, credit, bound, placement (MERCURY_PS_PLACEMENT),
-    timeline, colocated_tcp. Any other keyword is a TypeError here."""
+    timeline, colocated_tcp, job and weight (the job's id and weight towards mercuryd:
+    two jobs of one user on a node need different ids; 1 and 1). Any other keyword is a
+    TypeError here."""
 
     def __init__(self, optimizer, named_parameters=None, compression=Compression.none,
                  backward_passes_per_step=1, op=Average, *, model=None, mode=None,
                  timeout=60.0, conns=None, bands=None, part=None, credit=None, bound=None,
-                 placement=None, timeline=None, colocated_tcp=None):
+                 placement=None, timeline=None, colocated_tcp=None, job=None, weight=None):
         if _state["size"] is None:
             raise RuntimeError("mercury.torch: call mt.init() first")
         if not isinstance(optimizer, torch.optim.Optimizer):
@@ -298,7 +300,8 @@ class DistributedOptimizer(torch.optim.Optimizer):
         self._ps_options = {k: v for k, v in (("conns", conns), ("bands", bands),
                                               ("part", part), ("credit", credit),
                                               ("bound", bound), ("timeline", timeline),
-                                              ("colocated_tcp", colocated_tcp))
+                                              ("colocated_tcp", colocated_tcp),
+                                              ("job", job), ("weight", weight))
                             if v is not None}
         # Sockets follow the layer groups of mercuryd's band count: a socket spanning two
         # groups sends packets in two bands and reorders its own stream.
@@ -306,6 +309,9 @@ class DistributedOptimizer(torch.optim.Optimizer):
             self._ps_options["bands"] = int(os.environ["MERCURY_BANDS"])
         self._ps_options["placement"] = placement or os.environ.get("MERCURY_PS_PLACEMENT",
                                                                     DEFAULT_PLACEMENT)
+        # a bad mode, placement, job or weight fails here, not at the first step
+        _check_choices(self._mode, self._ps_options["placement"],
+                       1 if job is None else job, 1 if weight is None else weight)
         self._ps = None
         self._server = None           # the `mercury-ps serve` started here (servers="process")
         self._iter = 0                # the iteration whose backward comes next

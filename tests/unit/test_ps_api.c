@@ -269,6 +269,52 @@ static void test_bad_options(void **state)
 	assert_non_null(strstr(err, "layer_params"));
 }
 
+/* The job's id, weight and band: out of range is -EINVAL naming the field; a caller built
+ * before the fields existed (sz ending at placement) gets the defaults, whatever lies beyond
+ * its options in memory (here: values that would be refused). */
+static void test_job_options(void **state)
+{
+	const char *hosts[] = {"127.0.0.1:1"};
+	const uint64_t params[] = {10};
+	struct mercury_ps_options o = MERCURY_PS_OPTIONS_INIT;
+	struct mercury_ps *ps;
+	char err[256] = "";
+
+	(void)state;
+	assert_int_equal(o.job, 1);
+	assert_int_equal(o.weight, 1);
+	assert_int_equal(o.job_band, -1);
+	o.nodes = 1;
+	o.hosts = hosts;
+	o.layer_params = params;
+	o.nlayers = 1;
+	o.weight = 0;
+	assert_int_equal(mercury_ps_open(&o, &ps, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "weight 0"));
+	o.weight = 1001;
+	assert_int_equal(mercury_ps_open(&o, &ps, err, sizeof(err)), -EINVAL);
+	o.weight = 2;
+	o.job = 0;
+	assert_int_equal(mercury_ps_open(&o, &ps, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "job 0"));
+	o.job = 7;
+	o.job_band = 0;
+	o.mode = MERCURY_PS_MERCURY; /* tags by layer */
+	assert_int_equal(mercury_ps_open(&o, &ps, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "job_band"));
+	o.mode = MERCURY_PS_FIFO;
+	o.job_band = 6; /* 8 bands: job bands 0..5 */
+	assert_int_equal(mercury_ps_open(&o, &ps, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "0..5"));
+
+	o.sz = offsetof(struct mercury_ps_options, job);
+	o.job = 0;
+	o.weight = 0;
+	o.rank = 3; /* past the options, refused by the node's own check */
+	assert_int_equal(mercury_ps_open(&o, &ps, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "bad configuration"));
+}
+
 /* Options carry their size: one not made with MERCURY_PS_OPTIONS_INIT is refused; a newer
  * caller's longer options pass while their unknown tail is zero and fail when it asks for
  * something (a set field) this library does not have. */
@@ -309,6 +355,7 @@ int main(void)
 	    cmocka_unit_test(test_placement_agreed_at_open),
 	    cmocka_unit_test(test_bad_options),
 	    cmocka_unit_test(test_options_size),
+	    cmocka_unit_test(test_job_options),
 	};
 
 	setenv("MERCURY_SOCKET", "/nonexistent/mercury.sock", 1); /* mercury mode: untagged */

@@ -1,0 +1,196 @@
+#!/usr/bin/env bash
+# Two PS jobs sharing one emulated cluster (make bench-multijob; not in CI): both jobs have a
+# process on every node (co-located server + worker, each job on its own port), every node
+# runs one mercuryd that both jobs tag through, the fabric is cluster/lib.sh's default (full
+# duplex, FIFO switch ports).
+#
+# Per pair of models (default ResNet-50 + VGG16 and BERT-base + Inception-v3, 4 nodes):
+#   ideal        mercury-ps ideal of each job alone at the link rate R, and at R / 2: the
+#                fair-share time (each job with half of every link; the ideal model knows
+#                node egress only, so a lower bound)
+#   alone        each job by itself, fifo and mercury: its best time is the smaller median
+#   together     both jobs at once, REPEAT times in turn:
+#     fifo          both untagged (one band)
+#     partition     both ByteScheduler, each with its own (P, C) tuned alone (cluster/RESULTS.md,
+#                   first table), divided by the shrink: tuning that no longer fits
+#     jobprio       per-job priority (TensorLights' idea, one fixed order for the whole run):
+#                   fifo, every byte of the first job in band 0, of the second in band 1
+#                   (mercury-ps --job-band)
+#     mercury       Mercury, equal weights (--job 1 --weight 1, --job 2 --weight 1)
+#     mercury-2to1  Mercury, the first job weight 2, the second weight 1 (one band lower)
+# Then the bulk case (the first pair): the same modes with a fixed-size bulk transfer
+# (bench/link_bulk.py send --bytes, 4 TCP connections, untagged) from node 0 to node 1,
+# started BULK_DELAY seconds after the jobs, and once alone. Untagged traffic is in the last
+# band there (mercuryd's default: other traffic below every tagged byte; --bulk-band 0 puts
+# it above instead, the emulation's usual setting).
+#
+# Both jobs of a pair use one shrink K (8; a byte on a shared link must stand for the same real
+# bytes in both) and time scale SCALE / K. The slower job (alone) runs ITERS measured
+# iterations, the faster one as many as last MARGIN times as long, so that both run during
+# the whole measured window; multijob_report.py measures each job only over the overlap of
+# the two runs (per-iteration forward-pass ends, fp_end, on one clock).
+#
+# Usage: cluster/multijob.sh [--pairs "a+b c+d"] [--nodes N] [--repeat N] [--iters N]
+#        [--shrink K] [--bulk-mb M] [--bulk-band last|0] [--no-bulk] [--quick] [--out DIR]
+# A smoke of the script itself (about a minute): --pairs tiny+tiny --nodes 2 --shrink 1
+# --repeat 1 --iters 3 --bulk-mb 20
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib.sh"
+
+PAIRS="resnet50+vgg16 bert_base+inception3" NODES=4 REPEAT=3 ITERS=8 SCALE=25 K=8 MARGIN=1.5
+BULK=1 BULK_MB=200 BULK_BAND=last OUT=${OUT:-$CL_ROOT/build/bench-multijob}
+SETTINGS="fifo partition jobprio mercury mercury-2to1"
+# ByteScheduler's best (P, C) per model alone, MXNet placement (cluster/RESULTS.md, issue 17)
+TUNED=${TUNED:-"resnet50:125000:2000000 vgg16:500000:8000000 alexnet:125000:2000000 inception3:125000:500000 bert_base:125000:2000000"}
+while [ $# -gt 0 ]; do
+	case $1 in
+	--pairs) PAIRS=$2; shift ;;
+	--nodes) NODES=$2; shift ;;
+	--repeat) REPEAT=$2; shift ;;
+	--iters) ITERS=$2; shift ;;
+	--shrink) K=$2; shift ;;
+	--bulk-mb) BULK_MB=$2; shift ;;
+	--bulk-band) BULK_BAND=$2; shift ;;
+	--no-bulk) BULK=0 ;;
+	--quick) PAIRS=resnet50+vgg16 REPEAT=1 ITERS=3 BULK_MB=50 ;;
+	--out) OUT=$2; shift ;;
+	-h | --help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+	*) echo "bench-multijob: unknown option $1 (--help)" >&2; exit 2 ;;
+	esac
+	shift
+done
+for v in REPEAT ITERS NODES BULK_MB K; do
+	[[ ${!v} =~ ^[1-9][0-9]*$ ]] || { echo "bench-multijob: --${v,,} takes a count >= 1" >&2; exit 2; }
+done
+case $BULK_BAND in last | 0) ;; *) echo "bench-multijob: --bulk-band is last or 0" >&2; exit 2 ;; esac
+for p in $PAIRS; do
+	[[ $p == *+* ]] && [ -f "$CL_ROOT/models/${p%%+*}.prof" ] && [ -f "$CL_ROOT/models/${p##*+}.prof" ] ||
+		{ echo "bench-multijob: '$p' is not MODEL+MODEL of models/" >&2; exit 2; }
+done
+[ "$(id -u)" -eq 0 ] || { echo "bench-multijob: needs root (namespaces)" >&2; exit 77; }
+[ -x "$PS_BIN" ] && [ -x "$MERCURYD" ] || { echo "bench-multijob: run make first" >&2; exit 1; }
+RATE=$((10000 / SCALE))
+TS=$(echo "$SCALE / $K" | bc -l)
+mkdir -p "$OUT"
+: >"$OUT/results.jsonl"
+
+tuned_of() { # MODEL -> --part P --credit C (shrunk)
+	local e p=1000000 c=4000000
+	for e in $TUNED; do [ "${e%%:*}" = "$1" ] && IFS=: read -r _ p c <<<"$e"; done
+	echo --part $((p / K)) --credit $((c / K))
+}
+
+# args_of SETTING J MODEL ITERS: job J's mercury-ps arguments in SETTING
+args_of() {
+	local s=$1 j=$2 m=$3 n=$4 a
+	a="--iters $n --warmup 1 --shrink $K --time-scale $TS --job $((j + 1))"
+	case $s in
+	fifo) ;;
+	partition) a+=" $(tuned_of "$m")" ;;
+	jobprio) a+=" --job-band $j" ;;
+	mercury) a+=" --weight 1" ;;
+	mercury-2to1) a+=" --weight $((j == 0 ? 2 : 1))" ;;
+	esac
+	echo "$a"
+}
+mode_of() { case $1 in fifo | jobprio) echo fifo ;; partition) echo partition ;; *) echo mercury ;; esac; }
+
+# cell PAIR CASE SETTING ITERS_A ITERS_B [bulk spec]: both jobs (or one: ITERS of the other 0)
+cell() {
+	local pair=$1 case=$2 s=$3 na=$4 nb=$5 bulk=${6:-} one j models
+	read -ra models <<<"${pair/+/ }"
+	MJ_MODEL=() MJ_MODE=() MJ_ARGS=()
+	for j in 0 1; do
+		local n=$na
+		[ "$j" = 1 ] && n=$nb
+		[ "$n" -gt 0 ] || continue
+		MJ_MODEL+=("${models[$j]}")
+		MJ_MODE+=("$(mode_of "$s")")
+		MJ_ARGS+=("$(args_of "$s" "$j" "${models[$j]}" "$n")")
+	done
+	one=$(mktemp)
+	MJ_BULK=$bulk run_jobs "$one" "$pair/$case/$s" ||
+		echo "bench-multijob: $pair $case $s: a process failed (kept, ok false)" >&2
+	jq -c --arg p "$pair" --arg c "$case" --arg s "$s" --argjson r "$REP" \
+		--arg alone "$([ "$na" -gt 0 ] && [ "$nb" -gt 0 ] || echo 1)" \
+		'. + {pair: $p, case: $c, setting: $s, rep: $r, alone: ($alone == "1")}' \
+		"$one" >>"$OUT/results.jsonl"
+	rm -f "$one"
+}
+
+# median iteration time of a job alone so far (best of its alone settings)
+alone_s() {
+	jq -s --arg p "$1" --arg m "$2" '[.[] | select(.pair == $p and .alone and .model == $m and .ok)
+		| {s: .setting, t: .iter_s}] | group_by(.s)
+		| map(map(.t) | sort | .[(length - 1) / 2 | floor]) | min' "$OUT/results.jsonl"
+}
+
+pair_cells() {
+	local pair=$1 case=$2 bulk=${3:-} a b ta tb na nb s
+	a=${pair%%+*} b=${pair##*+}
+	if [ "$case" = plain ]; then
+		for m in "$a" "$b"; do
+			for r in "$RATE" "$((RATE / 2))"; do
+				"$PS_BIN" ideal --profile "$CL_ROOT/models/$m.prof" --nodes "$NODES" \
+					--rate "${r}mbit" --shrink "$K" --time-scale "$TS" |
+					jq -c --arg p "$pair" --arg s "ideal-$([ "$r" = "$RATE" ] && echo full || echo half)" \
+						--argjson r "$r" '. + {pair: $p, case: "plain", setting: $s, rate_mbit: $r}' \
+						>>"$OUT/results.jsonl"
+			done
+		done
+		for ((REP = 0; REP < REPEAT; REP++)); do
+			for s in fifo mercury; do
+				cell "$pair" plain "$s" "$ITERS" 0
+				cell "$pair" plain "$s" 0 "$ITERS"
+			done
+		done
+	fi
+	ta=$(alone_s "$pair" "$a") tb=$(alone_s "$pair" "$b")
+	if [ "$ta" = null ] || [ "$tb" = null ]; then
+		echo "bench-multijob: $pair: no alone time, skipping it together" >&2
+		return 1
+	fi
+	# the slower job ITERS iterations, the faster as many as last MARGIN times as long
+	if [ "$(echo "$ta >= $tb" | bc -l)" = 1 ]; then
+		na=$ITERS nb=$(printf %.0f "$(echo "$MARGIN * $ITERS * $ta / $tb + 0.5" | bc -l)")
+	else
+		nb=$ITERS na=$(printf %.0f "$(echo "$MARGIN * $ITERS * $tb / $ta + 0.5" | bc -l)")
+	fi
+	echo "bench-multijob: $pair ($case): alone $ta / $tb s an iteration: $na and $nb iterations together" >&2
+	if [ -n "$bulk" ]; then
+		REP=0
+		cell "$pair" bulk bulk-alone 0 0 "${bulk% *} 0"
+	fi
+	for ((REP = 0; REP < REPEAT; REP++)); do
+		for s in $SETTINGS; do cell "$pair" "$case" "$s" "$na" "$nb" "$bulk"; done
+	done
+	REP=0
+}
+
+start=$(date +%s)
+cluster_up "$NODES" "$RATE" mercuryd 2> >(grep -v quantum >&2) || exit 1
+serve_start || exit 1
+cluster_rto_scaled "$TS" || exit 1
+cluster_fabric_shrink "$K" || exit 1
+for pair in $PAIRS; do
+	pair_cells "$pair" plain
+	echo "bench-multijob: $pair done ($(($(date +%s) - start)) s)" >&2
+done
+cluster_down
+if [ "$BULK" = 1 ]; then
+	pair=${PAIRS%% *}
+	band=0
+	[ "$BULK_BAND" = last ] && band=$((CL_BANDS - 1))
+	CL_DEFAULT_BAND=$band cluster_up "$NODES" "$RATE" mercuryd 2> >(grep -v quantum >&2) || exit 1
+	serve_start || exit 1
+	cluster_rto_scaled "$TS" || exit 1
+	cluster_fabric_shrink "$K" || exit 1
+	# start once the jobs are past their set-up and warm-up: two slow iterations alone
+	ts=$(alone_s "$pair" "${pair%%+*}") tb=$(alone_s "$pair" "${pair##*+}")
+	delay=$(printf %.1f "$(echo "1 + 2 * ($ts > $tb) * $ts + 2 * ($ts <= $tb) * $tb" | bc -l)")
+	pair_cells "$pair" bulk "0 1 $((BULK_MB * 1000000)) $delay"
+	cluster_down
+	echo "bench-multijob: bulk case done ($(($(date +%s) - start)) s)" >&2
+fi
+/usr/bin/python3 "$here/multijob_report.py" "$OUT/results.jsonl" | tee "$OUT/results.md"
