@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # Mercury: one Makefile for the BPF objects, mercuryd, the client library and the tests.
 
 # `make deps <goals>` (the README's commands): install the packages first, then build the

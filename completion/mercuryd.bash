@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # bash completion for mercuryd(8): commands, their options, interface names, qdisc backends.
 # Installed by `make install` into share/bash-completion/completions/mercuryd.
 

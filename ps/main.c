@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 /*
  * mercury-ps: Mercury's reference parameter server.
  *   mercury-ps run    one node (server + worker) of a cluster, one process per node

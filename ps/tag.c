@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 /*
  * The one place where the PS tells Mercury which bytes carry which layer, through libmercury:
  * one client per node (job 1, the profile's layer count), every connection registered, and

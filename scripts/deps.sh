@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Install every Debian package Mercury needs to build, test and benchmark. Idempotent:
 # packages already present are skipped, so a second run costs one dpkg query.
 set -euo pipefail

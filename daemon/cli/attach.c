@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 /* mercuryd attach: root qdisc backend + classifier at TC egress, pinned so it outlives us. */
 #include <errno.h>
 #include <limits.h>

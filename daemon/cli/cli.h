@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Subcommand entry points of mercuryd and the options every subcommand shares. */
 #ifndef MERCURY_CLI_H
 #define MERCURY_CLI_H

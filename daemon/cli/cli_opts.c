@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 /* Option tables -> getopt_long tables and help text (daemon/cli_opts.h). */
 #include <string.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * One option table per mercuryd command: getopt_long's table, the command's --help and its
  * line in `mercuryd --help` are all made from it, and tests/system/test_cli_docs.sh checks

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 /* mercuryd detach: remove exactly what attach added and restore the previous root qdisc. */
 #include <errno.h>
 #include <net/if.h>

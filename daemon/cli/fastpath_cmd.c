@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 /* mercuryd fastpath attach|detach: the tag fast path's command. */
 #include <errno.h>
 #include <getopt.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 /* mercuryd: command table and global options; each verb lives in its own file. */
 #include <getopt.h>
 #include <stdio.h>

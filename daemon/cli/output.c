@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 /* Error and warning lines shared by every subcommand. */
 #include <stdarg.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 /* mercuryd status: what is attached where, and the classifier's counters. */
 #include <errno.h>
 #include <limits.h>

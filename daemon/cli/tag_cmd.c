@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 /* mercuryd tag: the admin path to tag a byte range of another process's TCP socket. */
 #include <errno.h>
 #include <limits.h>

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # The option tables of mercuryd's commands are the truth (daemon/cli/cli_opts.h): every option
 # each command's --help lists is documented in man/mercuryd.8 and completed by the bash
 # completion, and neither the man page nor

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # make install into a DESTDIR puts every piece where an operator looks for it, and make deb
 # packages the same tree; a program
 # builds against the installed pkg-config file and runs against the installed library; the
@@ -61,6 +62,7 @@ if command -v dpkg-deb >/dev/null; then
 	check "... that installs mercuryd, libmercury and the unit" sh -c "grep -q './usr/sbin/mercuryd\$' '$scratch/deb.list' && grep -q './usr/lib/libmercury.so.1\$' '$scratch/deb.list' && grep -q 'mercuryd.service\$' '$scratch/deb.list'"
 	check "... depends on libbpf and libnl ($(dpkg-deb -f "$deb" Depends))" sh -c "dpkg-deb -f '$deb' Depends | grep -q libbpf1 && dpkg-deb -f '$deb' Depends | grep -q libnl-route-3"
 	dpkg-deb --ctrl-tarfile "$deb" | tar -xO ./postinst >"$scratch/postinst" 2>&1
+	check "... with its DEP-5 copyright file" sh -c "grep -q './usr/share/doc/mercury/copyright\$' '$scratch/deb.list'"
 	check "... and creates group mercury" grep -q 'addgroup --system mercury' "$scratch/postinst"
 fi
 
