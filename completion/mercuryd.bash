@@ -37,7 +37,7 @@ _mercuryd() {
 	esac
 	if [ -z "$cmd" ]; then
 		if [[ $cur == -* ]]; then
-			COMPREPLY=($(compgen -W "-j --json -v --verbose --pin-root -h --help -V --version" -- "$cur"))
+			COMPREPLY=($(compgen -W "-j --json -p --pretty -v --verbose --pin-root -h --help -V --version" -- "$cur"))
 		else
 			COMPREPLY=($(compgen -W "attach detach status tag serve metrics fastpath" -- "$cur"))
 		fi

@@ -6,7 +6,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD:-$root/build}
-version=$(sed -n 's/^#define MERCURY_VERSION "\(.*\)"/\1/p' "$root/daemon/cli/main.c")
+version=$(sed -n 's/^#define MERCURY_VERSION "\(.*\)"/\1/p' "$root/common/version.h")
 arch=$(dpkg --print-architecture)
 stage=$build/deb/mercury
 rm -rf "$stage"

@@ -84,8 +84,7 @@ int do_detach(const struct cli_ctx *ctx, int argc, char **argv)
 		json_object_object_add(o, "result", json_object_new_string("detached"));
 		json_object_object_add(o, "restored_qdisc",
 				       json_object_new_boolean(st.saved_tree_len > 0 && r == 0));
-		printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
-		json_object_put(o);
+		cli_json_print(ctx, o);
 	} else {
 		if (st.saved_tree_len && r == 0)
 			printf("detached %s (previous qdisc tree restored: %u qdiscs, classes and "

@@ -22,7 +22,8 @@ cd "$root" || exit 1
 check "make install" make -s install DESTDIR="$dest" PREFIX=/usr BUILD="$build"
 for f in usr/sbin/mercuryd usr/bin/mercury-ps usr/lib/libmercury.so.1 usr/lib/libmercury.so \
 	usr/lib/libmercury.a usr/include/mercury.h usr/lib/pkgconfig/mercury.pc \
-	usr/share/man/man8/mercuryd.8 usr/lib/systemd/system/mercuryd.service \
+	usr/share/man/man8/mercuryd.8 usr/share/man/man1/mercury-ps.1 usr/lib/systemd/system/mercuryd.service \
+	usr/share/bash-completion/completions/mercury-ps \
 	usr/share/bash-completion/completions/mercuryd usr/lib/python3/dist-packages/mercury/__init__.py \
 	usr/lib/python3/dist-packages/mercury/ps.py usr/lib/python3/dist-packages/mercury/torch.py \
 	usr/lib/libmercury-ps.so.1 usr/lib/libmercury-ps.a usr/include/mercury_ps.h; do
