@@ -52,7 +52,8 @@ _mercuryd() {
 		fi ;;
 	detach | status)
 		if [[ $cur == -* ]]; then
-			COMPREPLY=($(compgen -W "--help" -- "$cur"))
+			[ "$cmd" = detach ] && COMPREPLY=($(compgen -W "--all --help" -- "$cur")) ||
+				COMPREPLY=($(compgen -W "--help" -- "$cur"))
 		else
 			COMPREPLY=($(compgen -W "$(_mercuryd_attached "$pin_root")" -- "$cur"))
 		fi ;;
