@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # Mercury: one Makefile for the BPF objects, mercuryd, the client library and the tests.
 
 # `make deps <goals>` (the README's commands): install the packages first, then build the
@@ -233,11 +234,11 @@ UNITDIR    ?= $(PREFIX)/lib/systemd/system
 COMPDIR    ?= $(PREFIX)/share/bash-completion/completions
 # Debian's python3 reads /usr/lib/python3/dist-packages and /usr/local/lib/python3.X/dist-packages.
 PYTHONDIR  ?= $(if $(filter /usr,$(PREFIX)),/usr/lib/python3/dist-packages,$(PREFIX)/lib/python$(shell python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)/dist-packages)
-VERSION    := $(shell sed -n 's/^\#define MERCURY_VERSION "\(.*\)"/\1/p' daemon/cli/main.c)
+VERSION    := $(shell sed -n 's/^\#define MERCURY_VERSION "\(.*\)"/\1/p' common/version.h)
 INSTALLED  := $(SBINDIR)/mercuryd $(BINDIR)/mercury-ps $(LIBDIR)/libmercury.so.1 $(LIBDIR)/libmercury.so \
 	$(LIBDIR)/libmercury.a $(INCLUDEDIR)/mercury.h $(INCLUDEDIR)/mercury_groups.h \
-	$(LIBDIR)/pkgconfig/mercury.pc $(MANDIR)/man8/mercuryd.8 $(UNITDIR)/mercuryd.service \
-	$(COMPDIR)/mercuryd $(PYTHONDIR)/mercury/__init__.py $(PYTHONDIR)/mercury/ps.py \
+	$(LIBDIR)/pkgconfig/mercury.pc $(MANDIR)/man8/mercuryd.8 $(MANDIR)/man1/mercury-ps.1 \
+	$(UNITDIR)/mercuryd.service $(COMPDIR)/mercuryd $(COMPDIR)/mercury-ps $(PYTHONDIR)/mercury/__init__.py $(PYTHONDIR)/mercury/ps.py \
 	$(PYTHONDIR)/mercury/torch.py $(LIBDIR)/libmercury-ps.so.1 $(LIBDIR)/libmercury-ps.so \
 	$(LIBDIR)/libmercury-ps.a $(INCLUDEDIR)/mercury_ps.h
 
@@ -259,9 +260,11 @@ install: $(BUILD)/mercuryd $(BUILD)/mercury-ps $(BUILD)/libmercury.so $(BUILD)/l
 	sed -e 's#@PREFIX@#$(PREFIX)#' -e 's#@LIBDIR@#$(LIBDIR)#' -e 's#@INCLUDEDIR@#$(INCLUDEDIR)#' \
 		-e 's#@VERSION@#$(VERSION)#' scripts/mercury.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/mercury.pc
 	install -D -m 0644 man/mercuryd.8 $(DESTDIR)$(MANDIR)/man8/mercuryd.8
+	install -D -m 0644 man/mercury-ps.1 $(DESTDIR)$(MANDIR)/man1/mercury-ps.1
 	mkdir -p $(DESTDIR)$(UNITDIR)
 	sed 's#/usr/local/sbin/mercuryd#$(SBINDIR)/mercuryd#g' systemd/mercuryd.service > $(DESTDIR)$(UNITDIR)/mercuryd.service
 	install -D -m 0644 completion/mercuryd.bash $(DESTDIR)$(COMPDIR)/mercuryd
+	install -D -m 0644 completion/mercury-ps.bash $(DESTDIR)$(COMPDIR)/mercury-ps
 	install -D -m 0644 python/mercury/__init__.py $(DESTDIR)$(PYTHONDIR)/mercury/__init__.py
 	install -D -m 0644 python/mercury/ps.py $(DESTDIR)$(PYTHONDIR)/mercury/ps.py
 	install -D -m 0644 python/mercury/torch.py $(DESTDIR)$(PYTHONDIR)/mercury/torch.py

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+// SPDX-License-Identifier: BSD-2-Clause
 /*
  * Cost of the classifier per packet, measured with BPF_PROG_TEST_RUN: a no-op tc program
  * (the harness's own cost), the test variant on a tagged IPv4 TCP segment (32 ranges of job

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Per-packet cost of the *production* classifier on live TCP traffic, from the kernel's BPF
 # run-time statistics (kernel.bpf_stats_enabled: run_time_ns and run_cnt per program).
 # BPF_PROG_TEST_RUN (bench/classifier_cost.c) cannot hand the program a real socket, so

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Event service figures against a live `mercuryd serve`: tag round trip p50/p99, tags/s from
 # 4 concurrent clients, and a soak of 10,000 sockets opened, tagged and closed by 4 clients
 # (afterwards: no socket holds tags, daemon RSS within 1 MiB of where it started).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """What a bulk TCP transfer reaches on a node's shaped link: the reference for the link use of
 a real-training run (bench/torch_bench.sh). Run inside the nodes' network namespaces:
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Samples how many bytes an interface of each given network namespace has sent, every few
 milliseconds, for a link timeline beside a run (bench/torch_trace.sh):
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # make bench: every benchmark, side by side in one run; figures go to stdout and to
 # build/bench/results.md (BENCHMARKS.md quotes them with the command that made them).
 set -uo pipefail

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Tags under many clients: 1, 4, 16 and 100 clients tagging at once, one tensor per call,
 # p50/p99/p99.9 per call and tags/s in all, through the service (`mercuryd serve`, a Unix
 # socket round trip) and through the tag fast path (one setsockopt on the socket, the client

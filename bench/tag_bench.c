@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 /*
  * Event service benchmark (run by bench/events.sh against a live mercuryd serve):
  *   latency:    tag round trip (mercury_tag_next returns once the range is in the kernel

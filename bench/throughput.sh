@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Throughput cost of Mercury: maximum TCP throughput over a veth pair with no rate limit,
 # alternating within one run between (a) nothing attached (noqueue), (b) the same htb tree
 # mercuryd builds (100 Gbit, never the bottleneck) made with tc, without the classifier, and

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Real training, 2 nodes of the emulated cluster (namespaces, each node's egress shaped by
 # mercuryd's htb tree to RATE), one 1-thread trainer per node launched by torch.distributed.run:
 # a torchvision model on synthetic data through mercury.torch (fifo, partition, mercury) and

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-2-Clause
 """What mercury.torch costs per layer on the training path, with no network in the way: one
 process (WORLD_SIZE=1, its server in its own threads), a model of LAYERS tiny Linear layers so
 that compute is negligible, fifo mode. Backward with the integration's gradient hooks (each

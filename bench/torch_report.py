@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """torch_report.py RESULTS.jsonl: medians (and ranges) per rate and configuration of
 bench/torch_bench.sh, as a markdown table; mercury's share of the ideal gain over fifo and
 its speedup over the best DDP; then where an iteration goes, the link's use included."""

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Where the link's time goes in real training: one traced run per mode on 2 nodes of the
 # emulated cluster (as bench/torch_bench.sh runs them), with each node's bytes sent sampled
 # every 5 ms (bench/link_sample.py) beside each trainer's forward/backward stamps

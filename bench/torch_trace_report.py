@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """torch_trace_report.py DIR REFERENCE_MBIT [--skip N] [--strip K] [--json]: where the link's
 time goes in one traced run of bench/torch_trace.sh. DIR holds link.tsv (link_sample.py: each
 node's bytes sent, every few ms) and phases.<rank> (torch_train.py --phases: per iteration the

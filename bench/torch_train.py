@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """One trainer of the real-training benchmark (bench/torch_bench.sh), launched by
 torch.distributed.run: a torchvision model on synthetic data, trained through mercury.torch
 (fifo, partition, mercury) or through PyTorch's DistributedDataParallel over gloo (ddp).

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /*
  * Mercury's TC egress classifier: the packet's byte offset in its socket's send stream
  * selects a tagged priority level, the level a qdisc band, the band skb->priority. With DSCP

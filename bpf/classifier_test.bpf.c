@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /*
  * Test variant of classifier.bpf.c for BPF_PROG_TEST_RUN. There skb->sk is a dummy socket
  * (a fresh cookie per run, no TCP state, bpf_sk_storage_get() always NULL), so the real

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The classifier's logic, shared by the production program (classifier.bpf.c) and its
  * test variant (classifier_test.bpf.c) so that both run exactly the same code: the maps,

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* Does nothing: the baseline that bench/classifier_cost.c subtracts. */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>

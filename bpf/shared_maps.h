@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The maps shared by every interface and by the tag fast path: mercuryd pins them once under
  * its pin root and hands them to each object it loads (bpf_map__reuse_fd), so the names and

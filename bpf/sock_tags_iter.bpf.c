@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /*
  * Lists the sockets that hold tags: socket-local storage cannot be walked from user space
  * (no get_next_key), so `mercuryd status` runs this iterator over the sock_tags map. One

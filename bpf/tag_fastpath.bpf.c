@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /*
  * The tag fast path: a cgroup setsockopt program that takes a Mercury tag on the caller's
  * own TCP socket (option level MERCURY_SOL) and writes it into the socket's range table

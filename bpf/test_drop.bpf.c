@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /*
  * Tests only: a tc ingress program that drops about one packet in 32 of those longer than
  * 200 bytes (data segments, not ACKs), at random, so that a sender has to retransmit. The

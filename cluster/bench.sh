@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # The paper's comparison on the emulated cluster: every mode on every model, written to
 # $OUT/results.jsonl, $OUT/results.md and a timeline PNG per model (fifo vs mercury).
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
 """Summarises one emulated-cluster run: the nodes' JSON results plus the kernel counters taken
 before and after (cluster/lib.sh run_ps), as one JSON line on stdout."""
 import json

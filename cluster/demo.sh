@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Demo: ResNet-50 data-parallel training on a 4-node emulated PS cluster (namespaces, one
 # bridge, 400 Mbit/s htb egress per node = 10 GbE / 25, compute x 25 / shrink), Mercury
 # against vanilla FIFO and ByteScheduler-style partitioning, next to the ideal bound.

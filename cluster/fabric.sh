@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Mercury on a full-duplex fabric (make bench-fabric): every switch port a bounded buffer at
 # its node's rate, so N-to-1 pushes queue and drop there as in a real cluster.
 #

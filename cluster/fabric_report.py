@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
 """Tables of cluster/fabric.sh's results.jsonl (Markdown on stdout): per model and fabric, each
 mode's median iteration time over its runs (spread in brackets), retransmissions,
 retransmission timeouts (with the retransmissions the sender held back because the original

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # Emulated PS cluster: N network namespaces, each node's veth into a switch (bridges in a
 # namespace of their own), each link full duplex at RATE_MBIT. Source it; it installs a trap
 # that removes every namespace, pin and process it created, even on failure.

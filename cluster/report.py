@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
 """Turns cluster/bench.sh's results.jsonl into the comparison tables (Markdown on stdout).
 A cell run several times (bench.sh --repeat) is read as the median of its successful runs;
 fifo's and mercury's spread (min-max) is shown beside it.

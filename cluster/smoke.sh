@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Quick manual check: 2 nodes, tiny profile, each mode once (SHAPER=tc|mercuryd).
 . "$(dirname "$0")/lib.sh"
 cluster_up 2 200 "${SHAPER:-tc}" || exit 1

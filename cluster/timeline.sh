@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # timeline.sh FIFO.tl MERCURY.tl OUT.png MODEL: per-layer timeline of node 0, fifo above
 # mercury, for the last two iterations: forward/backward compute, push written (the worker's
 # write of the tensor into its socket), pull received (first to last byte of the layer).

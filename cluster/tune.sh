@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # The baseline tuned as a user of ByteScheduler would tune it, against untuned Mercury, on
 # the emulated cluster (issue 17). Per model and case:
 #   1. the (P, C) grid of partition mode, once per cell: P (partition, parameters) in

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
 """Tables of cluster/tune.sh (Markdown on stdout): per model and case the partition grid,
 then fifo, mercury and the best partition cells re-run in turn (medians, spreads), the
 tuning cost, and the start-up cost sweep when it ran.

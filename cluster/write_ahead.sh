@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Written ahead against written in order (issue 18): the PS's mercury mode holds a node's
 # next-iteration pushes until its own iteration ends (the default, "in order"); with
 # --write-ahead it writes them as autograd would hand them over. Levels are now decided per

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The window of a job's iterations: the oldest one begun and not ended, and which of the 63
  * after it have ended already. One implementation for mercuryd's policy, the client library

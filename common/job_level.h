@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The layer-priority policy's level of a job tag, shared by the classifier (per packet), the
  * daemon (validation, inspection) and the tests, so that there is one rule:

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * MERCURY_INLINE: how the common/ headers declare their functions. On BPF they must be inlined
  * (no calls to subprograms on the hot paths, and the verifier sees the caller's bounds); in

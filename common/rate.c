@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 /* Command-line rates (rate.h). */
 #include <errno.h>
 #include <stddef.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Rates on the command line, one convention for mercuryd and mercury-ps, tc's: a number with
  * an optional unit, "bit" units in bits per second (kbit, mbit, gbit, tbit: powers of 1000;

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Edits of a socket's range table (struct mercury_sock_tags), shared by mercuryd's tag store
  * and the tag fast path (bpf/tag_fastpath.bpf.c), so both accept and refuse exactly the same

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 /* A TCP socket's stream position from TCP_INFO and SIOCOUTQ (tcp_stream.h). */
 #include <errno.h>
 #include <stddef.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Where a TCP socket's send stream stands, in the classifier's offset terms (tcpi_bytes_acked
  * based, include/mercury_abi.h): shared by mercuryd's tag store and the parameter server. A

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # bash completion for mercuryd(8): commands, their options, interface names, qdisc backends.
 # Installed by `make install` into share/bash-completion/completions/mercuryd.
 
@@ -36,7 +37,7 @@ _mercuryd() {
 	esac
 	if [ -z "$cmd" ]; then
 		if [[ $cur == -* ]]; then
-			COMPREPLY=($(compgen -W "-j --json -v --verbose --pin-root -h --help -V --version" -- "$cur"))
+			COMPREPLY=($(compgen -W "-j --json -p --pretty -v --verbose --pin-root -h --help -V --version" -- "$cur"))
 		else
 			COMPREPLY=($(compgen -W "attach detach status tag serve metrics fastpath" -- "$cur"))
 		fi
@@ -51,7 +52,8 @@ _mercuryd() {
 		fi ;;
 	detach | status)
 		if [[ $cur == -* ]]; then
-			COMPREPLY=($(compgen -W "--help" -- "$cur"))
+			[ "$cmd" = detach ] && COMPREPLY=($(compgen -W "--all --help" -- "$cur")) ||
+				COMPREPLY=($(compgen -W "--help" -- "$cur"))
 		else
 			COMPREPLY=($(compgen -W "$(_mercuryd_attached "$pin_root")" -- "$cur"))
 		fi ;;

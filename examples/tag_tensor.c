@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 /*
  * Example: a "worker" sends tensors of several layers to a peer over one TCP connection per
  * layer group, tagging each with libmercury before writing it, then prints where the

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
 """Example: send tensors of several layers, one TCP connection per layer, tagged with Mercury.
 
 Usage: tag_tensor.py HOST PORT [n_layers] [tensor_bytes]   (PYTHONPATH=python)

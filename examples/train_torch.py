@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Data-parallel training of a torchvision model through Mercury (mercury.torch).
 
 One process per node, launched by PyTorch's own launcher, e.g. two nodes:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 /* libFuzzer target over the daemon's event decoder: every frame a client could send. */
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * libmercury: the client library training frameworks call to tell the local mercuryd which
  * bytes of which TCP socket carry which layer. The daemon turns (job, layer, direction,

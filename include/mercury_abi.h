@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The one header shared by the BPF data path and user space: map keys and values,
  * counters and the per-interface configuration. Changing a layout here means bumping

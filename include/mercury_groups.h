@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Which priority group a layer falls in: the one rule the daemon's policy and a framework's
  * tensor -> socket mapping must share. A socket that carries layers of two groups has its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * libmercury-ps: the worker side of Mercury's reference parameter server, for training
  * frameworks (mercury.torch uses it through ctypes).

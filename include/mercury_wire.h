@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The event wire protocol between libmercury and mercuryd, over a SOCK_SEQPACKET Unix
  * socket: one frame per message, every frame starts with struct mw_hdr whose len is the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 /* libmercury: framing, fd passing and one request at a time per client. */
 #include <endian.h>
 #include <limits.h>

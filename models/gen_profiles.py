@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
 """Writes models/<name>.prof: per-layer parameter counts and emulated compute times.
 
 Parameter counts are derived here, layer by layer, from the public model definitions

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 /* libmercury-ps: the public worker API (include/mercury_ps.h) over one PS node. */
 #include <errno.h>
 #include <stddef.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 /*
  * The primitives every part of a node uses (ps/node.h): the clock, failure (tear everything
  * down once), the event record, the layer -> connection map and queueing a message. They call

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 /*
  * Iteration end for the tags, mercury mode: an iteration is over at this node when its
  * worker has every pull and every pull its server owes has been acknowledged by the worker

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 /*
  * The emulated worker of the cluster benchmark: a node whose compute is the profile's sleeps,
  * driving the same push / pull calls a training framework makes through the worker library.

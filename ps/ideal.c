@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 /* The paper's ideal iteration (ps/README.md, "Modes"), computed on the profile and the
  * bottleneck rate. */
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 /*
  * mercury-ps: Mercury's reference parameter server.
  *   mercury-ps run    one node (server + worker) of a cluster, one process per node
@@ -7,7 +8,8 @@
  * Results are printed as one JSON object per node on stdout.
  */
 #include <errno.h>
-#include <getopt.h>
+#include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +19,8 @@
 #include <json-c/json.h>
 
 #include "ps.h"
+#include "cli_opts.h"
+#include "version.h"
 #include "cli/json_out.h"
 #include "cli/serve_cmd.h"
 #include "rate.h"
@@ -38,6 +42,73 @@
 #define PS_BYTES_PER_ACK   65536.0
 #define PS_WIRE_EFFICIENCY (PS_MSS / (PS_FRAME_BYTES + PS_MSS * PS_ACK_BYTES / PS_BYTES_PER_ACK))
 
+/* One table feeds getopt_long, --help and tests/system/test_cli_docs.sh (common/cli_opts.h). */
+/* clang-format off */
+static const struct cli_opt ps_opts[] = {
+    {"profile", 'p', "F", "model profile (models/*.prof)"},
+    {"mode", 'm', "M", "fifo, partition or mercury (mercury)"},
+    {"nodes", 'n', "N", "nodes in the cluster, 1 to 16 (1)"},
+    {"rank", 'r', "R", "this node's rank, 0 to nodes - 1 (0)"},
+    {"hosts", 'H', "IP0[:PORT],IP1,...", "every node's address, rank order"},
+    {"port", 'P', "P", "server port, 1 to 65535 (9555; local: P, P+1, ...)"},
+    {"conns", 'k', "K", "connections per worker-server pair, mercury mode, 1 to 16 (16)"},
+    {"rcvbuf", 'F', "B", "mercury: SO_RCVBUF of each data connection's receiver, a bound\n"
+			 "on its bytes in flight so that N-to-1 pushes do not overflow a\n"
+			 "switch port, 0 to 67108864 (65536; 0: kernel autotuning)"},
+    {"bands", 'B', "N", "bands of mercuryd's interfaces (`attach --bands`, 2 to 16, 8):\n"
+			"sockets follow its N - 2 layer groups, mercury mode"},
+    {"chunk", 'c', "N", "aggregation chunk, parameters (65536)"},
+    {"part", 'x', "N", "partition size, parameters (1000000)"},
+    {"credit", 'C', "N", "partition credit, parameters in flight from push to pull\n"
+			 "(4000000)"},
+    {"op-cost", 'O', "US", "start-up of each push op (a tensor, or a partition) in the\n"
+			   "framework's engine, one after another, in microseconds of the\n"
+			   "real run: multiplied by --time-scale (0)"},
+    {"bound", 'b', "N", "split arrays above N parameters over all servers (1000000)"},
+    {"split-all", 'a', NULL, "split every array over all servers"},
+    {"placement", 'G', "hash|balanced", "arrays not split: hash (on server key * 9973 % N,\n"
+					"MXNet's default) or balanced (on the server holding the\n"
+					"fewest parameters so far, in forward order) (hash)"},
+    {"shrink", 's', "K", "divide parameter counts by K (placement still by the originals)"},
+    {"time-scale", 't', "S", "multiply profile compute times by S (1)"},
+    {"iters", 'i', "N", "measured iterations (5)"},
+    {"warmup", 'w', "N", "warm-up iterations, not measured (1)"},
+    {"verify", 'v', NULL, "pseudo-random gradients, every pull checked bitwise"},
+    {"timeout", 'T', "S", "error after S seconds without progress (60)"},
+    {"timeline", 'l', "FILE", "per-layer compute/push/pull events (TSV)"},
+    {"rate", 'R', "R", "ideal: per-node egress rate, e.g. 400mbit, 10gbit"},
+    {"uplink", 'U', "R", "ideal: two racks (the first half of the nodes in one) joined by\n"
+			 "an uplink of R each way"},
+    {"slow-rank", 'S', "R", "tests: worker R is slow (see --slow-s)"},
+    {"slow-s", 'D', "S", "tests: seconds added per backward layer on --slow-rank"},
+    {"die-rank", 'X', "R", "tests: worker R drops its connections mid-iteration 1"},
+    {"sock-prio", 'Q', "P", "connection k of K gets SO_PRIORITY P+8k/K: per-socket priority\n"
+			    "without mercuryd (e.g. 0x4d450010, the htb leaves of Mercury's\n"
+			    "tree)"},
+    {"write-ahead", 'W', NULL, "mercury: write the next iteration's pushes before this node's\n"
+			       "iteration has ended (they keep the next-iteration band)"},
+    {"local-direct", 'M', NULL, "run, local: each node's worker and its own server exchange\n"
+				"data through memory, not loopback TCP (the worker library's\n"
+				"default)"},
+    {"external-servers", 'E', NULL, "run: the worker only; each node's `mercury-ps serve`\n"
+				    "holds its share"},
+    {"layers", 'L', "N,N,...", "serve: the model as parameter counts per layer, forward\n"
+			       "order (instead of --profile)"},
+    {"jobs", 'J', "J", "serve: exit after J jobs (0: until SIGTERM, the default)"},
+    {"exit-with-parent", 'Z', NULL, "serve: end (as on SIGTERM) when the parent process ends"},
+    {"job", 'j', "ID", "the job id declared to mercuryd, 1 to 4294967295 (1): two jobs of\n"
+		       "one user on a node need different ids"},
+    {"weight", 'g', "W", "the job's weight against other jobs on the node, 1 to 1000 (1):\n"
+			 "a job of weight w yields floor(log2(w_max / w)) bands to the\n"
+			 "heaviest job"},
+    {"job-band", 'y', "B", "fifo, partition: per-job priority, every byte of the job tagged\n"
+			   "at band B (0 to bands - 3; plus its weight's shift)"},
+    {"version", 'V', NULL, "print the version"},
+    {NULL, 0, NULL, NULL},
+};
+/* clang-format on */
+static const struct cli_command ps_cli = {.name = "", .opts = ps_opts};
+
 static void usage(FILE *f)
 {
 	fprintf(
@@ -49,59 +120,52 @@ static void usage(FILE *f)
 	    "       mercury-ps local --profile F --mode M --nodes N [options]\n"
 	    "       mercury-ps ideal --profile F --nodes N --rate R [--shrink K --time-scale S]\n"
 	    "                        [--mode partition --part P: under partition's placement]\n"
-	    "Options:\n"
-	    "  --port P          server port (default 9555; local: P, P+1, ...)\n"
-	    "  --conns K         connections per worker-server pair, mercury mode (16)\n"
-	    "  --rcvbuf B        mercury: SO_RCVBUF of each data connection's receiver, a bound\n"
-	    "                    on its bytes in flight so that N-to-1 pushes do not overflow a\n"
-	    "                    switch port (65536; 0: kernel autotuning)\n"
-	    "  --bands N         bands of mercuryd's interfaces (`attach --bands`, 8): sockets\n"
-	    "                    follow its N - 2 layer groups, mercury mode\n"
-	    "  --chunk N         aggregation chunk, parameters (65536)\n"
-	    "  --part N          partition size, parameters (1000000)\n"
-	    "  --credit N        partition credit, parameters in flight from push to pull\n"
-	    "                    (4000000)\n"
-	    "  --op-cost US      start-up of each push op (a tensor, or a partition) in the\n"
-	    "                    framework's engine, one after another, in microseconds of\n"
-	    "                    the real run: multiplied by --time-scale (0)\n"
-	    "  --bound N         split arrays above N parameters over all servers (1000000)\n"
-	    "  --split-all       split every array over all servers\n"
-	    "  --placement P     arrays not split: hash (on server key * 9973 %% N, MXNet's\n"
-	    "                    default) or balanced (on the server holding the fewest\n"
-	    "                    parameters so far, in forward order) (hash)\n"
-	    "  --shrink K        divide parameter counts by K (placement still by the originals)\n"
-	    "  --time-scale S    multiply profile compute times by S\n"
-	    "  --iters N         measured iterations (5), --warmup N (1)\n"
-	    "  --verify          pseudo-random gradients, every pull checked bitwise\n"
-	    "  --timeout S       error after S seconds without progress (60)\n"
-	    "  --timeline FILE   per-layer compute/push/pull events (TSV)\n"
-	    "  --rate R          ideal: per-node egress rate, e.g. 400mbit, 10gbit\n"
-	    "  --uplink R        ideal: two racks (the first half of the nodes in one) joined\n"
-	    "                    by an uplink of R each way\n"
-	    "  --slow-rank R --slow-s S   add S seconds per backward layer on worker R (tests)\n"
-	    "  --die-rank R      worker R drops its connections mid-iteration 1 (tests)\n"
-	    "  --sock-prio P     connection k of K gets SO_PRIORITY P+8k/K: per-socket priority "
-	    "without\n"
-	    "                    mercuryd (e.g. 0x4d450010, the htb leaves of Mercury's tree)\n"
-	    "  --write-ahead     mercury: write the next iteration's pushes before this node's\n"
-	    "                    iteration has ended (they keep the next-iteration band)\n"
-	    "  --local-direct    run, local: each node's worker and its own server exchange data\n"
-	    "                    through memory, not loopback TCP (the worker library's default)\n"
-	    "  --external-servers  run: the worker only; each node's `mercury-ps serve` holds\n"
-	    "                    its share\n"
-	    "  --layers N,N,...  serve: the model as parameter counts per layer, forward order\n"
-	    "                    (instead of --profile)\n"
-	    "  --jobs J          serve: exit after J jobs (0: until SIGTERM, the default)\n"
-	    "  --exit-with-parent  serve: end (as on SIGTERM) when the parent process ends\n"
-	    "  --job ID          the job id declared to mercuryd, 1..4294967295 (1): two jobs\n"
-	    "                    of one user on a node need different ids\n"
-	    "  --weight W        the job's weight against other jobs on the node, 1..1000 (1):\n"
-	    "                    a job of weight w yields floor(log2(w_max / w)) bands to the\n"
-	    "                    heaviest job\n"
-	    "  --job-band B      fifo, partition: per-job priority, every byte of the job tagged\n"
-	    "                    at band B (0 .. bands - 3; plus its weight's shift)\n"
-	    "serve prints one JSON object per job (all its workers said goodbye, or it failed)\n"
-	    "and goes on with the next; SIGTERM or SIGINT ends it, exit status 0.\n");
+	    "       mercury-ps --version\n\n"
+	    "Mercury's reference parameter server: run, serve, local and ideal print one JSON\n"
+	    "object per node (serve: per job) on stdout.\n\n"
+	    "Options:\n");
+	cli_print_options(f, ps_opts);
+	fprintf(
+	    f, "  --help                  this text\n\n"
+	       "serve prints one JSON object per job (all its workers said goodbye, or it failed)\n"
+	       "and goes on with the next; SIGTERM or SIGINT ends it, exit status 0.\n\n"
+	       "Exit status:\n"
+	       "  0  success\n"
+	       "  1  the run failed (its JSON says why) or a pull did not verify\n"
+	       "  2  usage error: unknown command or option, a bad or out-of-range value\n\n"
+	       "See mercury-ps(1).\n");
+}
+
+/* A checked number for option --name, or a usage error naming it and its range. */
+static bool opt_long(const char *name, const char *arg, long min, long max, long *out)
+{
+	int r = cli_parse_long(arg, min, max, out);
+
+	if (r)
+		fprintf(stderr, "mercury-ps: --%s '%s': %s; give %ld to %ld\n", name, arg,
+			r == -ERANGE ? "out of range" : "not a number", min, max);
+	return r == 0;
+}
+
+static bool opt_u64(const char *name, const char *arg, uint64_t min, uint64_t max, uint64_t *out)
+{
+	int r = cli_parse_u64(arg, min, max, out);
+
+	if (r)
+		fprintf(stderr, "mercury-ps: --%s '%s': %s; give %llu to %llu\n", name, arg,
+			r == -ERANGE ? "out of range" : "not a number", (unsigned long long)min,
+			(unsigned long long)max);
+	return r == 0;
+}
+
+static bool opt_double(const char *name, const char *arg, double min, double max, double *out)
+{
+	int r = cli_parse_double(arg, min, max, out);
+
+	if (r)
+		fprintf(stderr, "mercury-ps: --%s '%s': %s; give %g to %g\n", name, arg,
+			r == -ERANGE ? "out of range" : "not a number", min, max);
+	return r == 0;
 }
 
 static int split_hosts(char *list, struct ps_config *c)
@@ -257,51 +321,6 @@ static int run_ideal(const struct ps_config *c, const struct ps_profile *p, doub
 
 int main(int argc, char **argv)
 {
-	/* one option a line */
-	/* clang-format off */
-	static const struct option opts[] = {
-	    {"profile", 1, 0, 'p'},
-	    {"mode", 1, 0, 'm'},
-	    {"nodes", 1, 0, 'n'},
-	    {"rank", 1, 0, 'r'},
-	    {"hosts", 1, 0, 'H'},
-	    {"port", 1, 0, 'P'},
-	    {"conns", 1, 0, 'k'},
-	    {"rcvbuf", 1, 0, 'F'},
-	    {"chunk", 1, 0, 'c'},
-	    {"part", 1, 0, 'x'},
-	    {"credit", 1, 0, 'C'},
-	    {"bound", 1, 0, 'b'},
-	    {"split-all", 0, 0, 'a'},
-	    {"placement", 1, 0, 'G'},
-	    {"shrink", 1, 0, 's'},
-	    {"time-scale", 1, 0, 't'},
-	    {"iters", 1, 0, 'i'},
-	    {"warmup", 1, 0, 'w'},
-	    {"verify", 0, 0, 'v'},
-	    {"timeout", 1, 0, 'T'},
-	    {"timeline", 1, 0, 'l'},
-	    {"rate", 1, 0, 'R'},
-	    {"uplink", 1, 0, 'U'},
-	    {"slow-rank", 1, 0, 'S'},
-	    {"slow-s", 1, 0, 'D'},
-	    {"die-rank", 1, 0, 'X'},
-	    {"sock-prio", 1, 0, 'Q'},
-	    {"bands", 1, 0, 'B'},
-	    {"write-ahead", 0, 0, 'W'},
-	    {"local-direct", 0, 0, 'M'},
-	    {"op-cost", 1, 0, 'O'},
-	    {"external-servers", 0, 0, 'E'},
-	    {"layers", 1, 0, 'L'},
-	    {"jobs", 1, 0, 'J'},
-	    {"exit-with-parent", 0, 0, 'Z'},
-	    {"job", 1, 0, 'j'},
-	    {"weight", 1, 0, 'g'},
-	    {"job-band", 1, 0, 'y'},
-	    {"help", 0, 0, 'h'},
-	    {0, 0, 0, 0},
-	};
-	/* clang-format on */
 	struct ps_config c;
 	struct ps_profile prof;
 	const char *profile = NULL, *cmd;
@@ -311,15 +330,30 @@ int main(int argc, char **argv)
 	const char *layers = NULL;
 	int o, nhosts = 0, jobs = 0;
 	bool exit_with_parent = false;
+	long v;
+	uint64_t u;
 
+	cli_prog = "mercury-ps";
 	ps_config_defaults(&c);
 	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
 		usage(argc < 2 ? stderr : stdout);
 		return argc < 2 ? 2 : 0;
 	}
+	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V")) {
+		printf("mercury-ps %s\n", MERCURY_VERSION);
+		return 0;
+	}
 	cmd = argv[1];
+	if (strcmp(cmd, "run") && strcmp(cmd, "serve") && strcmp(cmd, "local") &&
+	    strcmp(cmd, "ideal")) {
+		fprintf(stderr,
+			"mercury-ps: unknown command '%s': use run, serve, local or ideal (see "
+			"mercury-ps --help)\n",
+			cmd);
+		return 2;
+	}
 	optind = 2;
-	while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((o = cli_getopt(&ps_cli, argc, argv, "hV")) != -1) {
 		switch (o) {
 		case 'p':
 			profile = optarg;
@@ -334,52 +368,53 @@ int main(int argc, char **argv)
 			}
 			break;
 		case 'n':
-			c.nodes = atoi(optarg);
+			if (!opt_long("nodes", optarg, 1, PS_MAX_NODES, &v))
+				return 2;
+			c.nodes = (int)v;
 			break;
 		case 'r':
-			c.rank = atoi(optarg);
+			if (!opt_long("rank", optarg, 0, PS_MAX_NODES - 1, &v))
+				return 2;
+			c.rank = (int)v;
 			break;
 		case 'H':
 			snprintf(hosts, sizeof(hosts), "%s", optarg);
 			break;
 		case 'P':
-			c.port = (uint16_t)atoi(optarg);
+			if (!opt_long("port", optarg, 1, 65535, &v))
+				return 2;
+			c.port = (uint16_t)v;
 			break;
 		case 'k':
-			c.conns = atoi(optarg);
-			break;
-		case 'F': {
-			char *end;
-			long v = strtol(optarg, &end, 0);
-			if (*optarg == '\0' || *end || v < 0 || v > (64L << 20)) {
-				fprintf(stderr,
-					"mercury-ps: --rcvbuf '%s': give bytes, 0 to 67108864 "
-					"(0: the kernel's autotuning)\n",
-					optarg);
+			if (!opt_long("conns", optarg, 1, PS_MAX_CONNS, &v))
 				return 2;
-			}
+			c.conns = (int)v;
+			break;
+		case 'F': /* 0: the kernel's autotuning */
+			if (!opt_long("rcvbuf", optarg, 0, 64L << 20, &v))
+				return 2;
 			c.rcvbuf = (int)v;
 			break;
-		}
 		case 'B':
-			c.tag_levels = atoi(optarg);
-			if (c.tag_levels < 2 || c.tag_levels > MERCURY_MAX_LEVELS) {
-				fprintf(stderr, "mercury-ps: --bands '%s': give 2 to %d\n", optarg,
-					MERCURY_MAX_LEVELS);
+			if (!opt_long("bands", optarg, 2, MERCURY_MAX_LEVELS, &v))
 				return 2;
-			}
+			c.tag_levels = (int)v;
 			break;
 		case 'c':
-			c.chunk = strtoull(optarg, NULL, 0);
+			if (!opt_u64("chunk", optarg, 1, UINT32_MAX, &c.chunk))
+				return 2;
 			break;
 		case 'x':
-			c.part = strtoull(optarg, NULL, 0);
+			if (!opt_u64("part", optarg, 1, UINT64_MAX, &c.part))
+				return 2;
 			break;
 		case 'C':
-			c.credit = strtoull(optarg, NULL, 0);
+			if (!opt_u64("credit", optarg, 1, UINT64_MAX, &c.credit))
+				return 2;
 			break;
 		case 'b':
-			c.bound = strtoull(optarg, NULL, 0);
+			if (!opt_u64("bound", optarg, 0, UINT64_MAX, &c.bound))
+				return 2;
 			break;
 		case 'a':
 			c.split_all = true;
@@ -395,22 +430,29 @@ int main(int argc, char **argv)
 			c.balanced = !strcmp(optarg, "balanced");
 			break;
 		case 's':
-			c.shrink = strtoull(optarg, NULL, 0);
+			if (!opt_u64("shrink", optarg, 1, UINT32_MAX, &c.shrink))
+				return 2;
 			break;
 		case 't':
-			c.time_scale = atof(optarg);
+			if (!opt_double("time-scale", optarg, 1e-6, 1e6, &c.time_scale))
+				return 2;
 			break;
 		case 'i':
-			c.iters = atoi(optarg);
+			if (!opt_long("iters", optarg, 1, 1000000, &v))
+				return 2;
+			c.iters = (int)v;
 			break;
 		case 'w':
-			c.warmup = atoi(optarg);
+			if (!opt_long("warmup", optarg, 0, 1000000, &v))
+				return 2;
+			c.warmup = (int)v;
 			break;
 		case 'v':
 			c.verify = true;
 			break;
 		case 'T':
-			c.timeout_s = atof(optarg);
+			if (!opt_double("timeout", optarg, 0.001, 1e6, &c.timeout_s))
+				return 2;
 			break;
 		case 'l':
 			c.timeline = optarg;
@@ -430,16 +472,23 @@ int main(int argc, char **argv)
 			}
 			break;
 		case 'S':
-			c.slow_rank = atoi(optarg);
+			if (!opt_long("slow-rank", optarg, -1, PS_MAX_NODES - 1, &v))
+				return 2;
+			c.slow_rank = (int)v;
 			break;
 		case 'D':
-			c.slow_s = atof(optarg);
+			if (!opt_double("slow-s", optarg, 0, 3600, &c.slow_s))
+				return 2;
 			break;
 		case 'X':
-			c.die_rank = atoi(optarg);
+			if (!opt_long("die-rank", optarg, -1, PS_MAX_NODES - 1, &v))
+				return 2;
+			c.die_rank = (int)v;
 			break;
 		case 'Q':
-			c.sock_prio = (uint32_t)strtoul(optarg, NULL, 0);
+			if (!opt_u64("sock-prio", optarg, 0, UINT32_MAX, &u))
+				return 2;
+			c.sock_prio = (uint32_t)u;
 			break;
 		case 'W':
 			c.write_ahead = true;
@@ -448,13 +497,8 @@ int main(int argc, char **argv)
 			c.local_direct = true;
 			break;
 		case 'O':
-			op_cost_us = atof(optarg);
-			if (!(op_cost_us >= 0 && op_cost_us < 1e7)) {
-				fprintf(stderr,
-					"mercury-ps: --op-cost '%s': give microseconds >= 0\n",
-					optarg);
+			if (!opt_double("op-cost", optarg, 0, 1e7, &op_cost_us))
 				return 2;
-			}
 			break;
 		case 'E':
 			c.role = PS_ROLE_WORKER;
@@ -466,12 +510,9 @@ int main(int argc, char **argv)
 			exit_with_parent = true;
 			break;
 		case 'J':
-			jobs = atoi(optarg);
-			if (jobs < 0) {
-				fprintf(stderr, "mercury-ps: --jobs '%s': give a count >= 0\n",
-					optarg);
+			if (!opt_long("jobs", optarg, 0, INT_MAX, &v))
 				return 2;
-			}
+			jobs = (int)v;
 			break;
 		case 'j':
 		case 'g':
@@ -512,6 +553,9 @@ int main(int argc, char **argv)
 		}
 		case 'h':
 			usage(stdout);
+			return 0;
+		case 'V':
+			printf("mercury-ps %s\n", MERCURY_VERSION);
 			return 0;
 		default:
 			usage(stderr);
@@ -584,11 +628,6 @@ int main(int argc, char **argv)
 		free(a);
 		ps_profile_free(&prof);
 		return rc;
-	}
-	if (strcmp(cmd, "run") && strcmp(cmd, "serve")) {
-		fprintf(stderr,
-			"mercury-ps: unknown command '%s': use run, serve, local or ideal\n", cmd);
-		return 2;
 	}
 	nhosts = split_hosts(hosts, &c);
 	if (nhosts != c.nodes) {

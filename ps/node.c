@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 /*
  * One node: setup (model, listener, connections to every server), the tx threads, the
  * accept loop and its layout check, teardown.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Internals of one PS node (server + worker), shared by node.c, server.c, worker.c, sendq.c. */
 #ifndef MERCURY_PS_NODE_H
 #define MERCURY_PS_NODE_H

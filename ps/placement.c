@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 /* Tensor placement on servers: MXNet KVStore's rules, or whole tensors balanced by bytes. */
 #include <errno.h>
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 /* Model profiles: one "layer <name> <params> <fwd_s> <bwd_s>" line per layer, input side first. */
 #include <errno.h>
 #include <stdio.h>

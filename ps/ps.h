@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Mercury's reference parameter server: types shared by its parts.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 /* Per-connection send queue: a binary heap on (key, seq), so equal keys stay FIFO. */
 #include <errno.h>
 #include <stdlib.h>

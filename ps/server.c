@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 /*
  * Server side: receives pushes, aggregates, answers pulls.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 /*
  * The one place where the PS tells Mercury which bytes carry which layer, through libmercury:
  * one client per node (the job id and weight of --job/--weight, the profile's layer count),

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 /* Wire protocol helpers: whole reads, header+payload writes, the test gradient values. */
 #include <errno.h>
 #include <string.h>

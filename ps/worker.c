@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 /*
  * Worker side: pushes and pulls of one node, driven by its caller (the worker library, or
  * the emulated worker of ps/emulate.c). fifo and mercury hand whole slices to the

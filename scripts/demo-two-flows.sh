@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Demo: two TCP flows share a 200 Mbit bottleneck, first without Mercury (FIFO: they split
 # it), then with Mercury (flow 1 tagged most urgent, flow 2 least: flow 1 takes the link).
 . "$(dirname "$0")/../tests/integration/lib.sh"

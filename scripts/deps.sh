@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Install every Debian package Mercury needs to build, test and benchmark. Idempotent:
 # packages already present are skipped, so a second run costs one dpkg query.
 set -euo pipefail
@@ -9,6 +10,8 @@ pkgs=(
 	clang-format libclang-rt-14-dev
 	qemu-system-x86 busybox-static cpio xz-utils gnuplot-nox
 	mmdebstrap git prometheus-node-exporter curl
+	# packaging: lintian over make deb; the container image (podman import, runc; BRIEF 3d)
+	lintian podman runc
 	# real training (mercury.torch, bench-torch): Debian's torch for /usr/bin/python3, and
 	# OpenBLAS, without which torch falls back to reference BLAS and steps are 2-5x slower
 	python3-torch python3-torchvision libopenblas0-pthread

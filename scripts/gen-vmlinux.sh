@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Regenerate vmlinux/<arch>/vmlinux.h from the running kernel's BTF.
 # The header is committed so builds do not depend on the build host's kernel (CO-RE relocates).
 set -euo pipefail

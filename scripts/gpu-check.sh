@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Every GPU check of mercury.torch in one command, on a machine with CUDA (run from anywhere;
 # PY: the python3 with a CUDA torch, default python3 on PATH). Builds libmercury-ps if build/
 # lacks it (a C compiler is enough), then: tests/gpu/run.sh (2 ranks on one GPU against the

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # make deb: a Debian package of what `make install PREFIX=/usr` installs, built with
 # dpkg-deb (no debhelper needed). Runtime dependencies: the packages holding the libraries
 # the binaries link directly (readelf NEEDED, dpkg -S). Output: build/mercury_<v>_<arch>.deb
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD:-$root/build}
-version=$(sed -n 's/^#define MERCURY_VERSION "\(.*\)"/\1/p' "$root/daemon/cli/main.c")
+version=$(sed -n 's/^#define MERCURY_VERSION "\(.*\)"/\1/p' "$root/common/version.h")
 arch=$(dpkg --print-architecture)
 stage=$build/deb/mercury
 rm -rf "$stage"
@@ -19,6 +20,7 @@ done | sort -u | while read -r soname; do
 	path=$(ldconfig -p | awk -v s="$soname" '$1 == s {print $NF; exit}')
 	[ -n "$path" ] && { dpkg -S "$(readlink -f "$path")" 2>/dev/null || dpkg -S "$path" 2>/dev/null; }
 done | cut -d: -f1 | sort -u | grep -v '^libc6$' | paste -sd, | sed 's/,/, /g')
+install -D -m 0644 "$root/packaging/debian/copyright" "$stage/usr/share/doc/mercury/copyright"
 mkdir -p "$stage/DEBIAN"
 sed -e "s/@VERSION@/$version/" -e "s/@ARCH@/$arch/" -e "s/@DEPENDS@/libc6${deps:+, $deps}/" \
 	"$root/packaging/debian/control.in" >"$stage/DEBIAN/control"

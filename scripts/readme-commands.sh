@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Prints the README's two opening command lines (the first ```sh block), comments stripped,
 # one per line: what a new user types. CI and `make test-fresh` run exactly these, so the
 # README and what is tested cannot drift apart.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # make test-fresh: the README's two commands on a bare Debian, as a new user types them.
 # Builds a minimal Debian 12 root with mmdebstrap (variant minbase, plus make: every machine
 # of this kind has it, minbase does not), puts a clean clone of this repository's HEAD in it,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Test helper: brings up lo in the current network namespace (a new one starts with it
  * down). Include after <cmocka.h>: asserts on failure.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Runs Mercury's tests by category: unit (pure logic, cmocka), kernel (BPF_PROG_TEST_RUN and
 # netlink tests, root), integration (network namespaces), system (units, install, format),
 # vm (QEMU: the kernel matrix, and mercuryd.service under a real systemd). `all` runs every category that is part of `make test`.

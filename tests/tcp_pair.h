@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Test helper: a connected TCP pair over 127.0.0.1 (cmocka asserts on failure). Include after
  * <cmocka.h>. *client is the actively opened end, *server the accepted one.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 /* mercuryd attach: root qdisc backend + classifier at TC egress, pinned so it outlives us. */
 #include <errno.h>
 #include <limits.h>
@@ -79,8 +80,7 @@ static void print_attached(const struct cli_ctx *ctx, const char *iface,
 			json_object_object_add(o, "auto", json_object_new_string(why));
 		if (warn && *warn)
 			json_object_object_add(o, "warning", json_object_new_string(warn));
-		printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
-		json_object_put(o);
+		cli_json_print(ctx, o);
 		return;
 	}
 	printf("%s %s: %s root %x:, %u bands (untagged -> band %u)", how, iface,

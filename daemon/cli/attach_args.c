@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 /* Parsing of attach and tag arguments, kept apart from the syscalls so it can be tested. */
 #include <errno.h>
 #include <getopt.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Argument parsing for `mercuryd attach` and `tag`: pure, unit-tested. */
 #ifndef MERCURY_ATTACH_ARGS_H
 #define MERCURY_ATTACH_ARGS_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 /* mercuryd attach --from FILE: every interface listed in FILE, as the service starts. */
 #include <errno.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Attaching the interfaces a file lists, one "<iface> [attach options]" per line. */
 #ifndef MERCURY_ATTACH_FROM_H
 #define MERCURY_ATTACH_FROM_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Subcommand entry points of mercuryd and the options every subcommand shares. */
 #ifndef MERCURY_CLI_H
 #define MERCURY_CLI_H
@@ -11,6 +12,7 @@
 
 struct cli_ctx {
 	bool json;	      /* -j: JSON on stdout */
+	bool pretty;	      /* -p: JSON indented (implies -j) */
 	bool verbose;	      /* -v: libbpf messages and the verifier log on stderr */
 	const char *pin_root; /* --pin-root, default MERCURY_PIN_ROOT_DEFAULT */
 };
@@ -24,11 +26,15 @@ int do_serve(const struct cli_ctx *ctx, int argc, char **argv);
 int do_metrics(const struct cli_ctx *ctx, int argc, char **argv);
 int do_fastpath(const struct cli_ctx *ctx, int argc, char **argv);
 
-/* Each command's option table and help (daemon/cli_opts.h). */
+/* Each command's option table and help (common/cli_opts.h). */
 extern const struct cli_command attach_command, detach_command, status_command, tag_command,
     serve_command, metrics_command, fastpath_command;
 
-/* One-line error "mercuryd: <what>" on stderr (and {"error": ...} on stdout with -j). */
+/* Exit statuses of every command (`mercuryd --help` lists them). */
+enum { CLI_OK = 0, CLI_FAILED = 1, CLI_USAGE = 2 };
+
+/* One-line error "mercuryd: <what>" on stderr; with -j instead {"error": "<what>"} on stdout,
+ * once, as bpftool does, so that a script reading stdout gets one JSON document. */
 void cli_error(const struct cli_ctx *ctx, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void cli_warn(const struct cli_ctx *ctx, const char *fmt, ...)
@@ -37,6 +43,9 @@ void cli_warn(const struct cli_ctx *ctx, const char *fmt, ...)
 /* The DSCP export of an interface (dscp_on, dscp[band] for nbands bands): a JSON array of
  * {band, dscp, name} objects, or JSON null when off; and as text, "b0=40(cs5) b1=32(cs4)". */
 struct json_object;
+/* Prints o on stdout (plain, or indented under -p) and drops the reference. */
+void cli_json_print(const struct cli_ctx *ctx, struct json_object *o);
+
 struct json_object *dscp_json(unsigned dscp_on, const unsigned char *dscp, unsigned nbands);
 void dscp_text(unsigned dscp_on, const unsigned char *dscp, unsigned nbands, char *buf, size_t len);
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 /* mercuryd fastpath attach|detach: the tag fast path's command. */
 #include <errno.h>
 #include <getopt.h>
@@ -43,8 +44,7 @@ static int print_result(const struct cli_ctx *ctx, const char *what)
 			json_object_object_add(o, "cgroup", json_object_new_string(st.cgroup));
 			json_object_object_add(o, "prog_id", json_object_new_int64(prog_id));
 		}
-		printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
-		json_object_put(o);
+		cli_json_print(ctx, o);
 	} else if (r == 0) {
 		printf("tag fast path %s: cgroup %s (program %u)\n", what, st.cgroup, prog_id);
 	} else {

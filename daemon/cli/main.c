@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 /* mercuryd: command table and global options; each verb lives in its own file. */
 #include <getopt.h>
 #include <stdio.h>
@@ -5,9 +6,9 @@
 #include <bpf/libbpf.h>
 
 #include "cli.h"
+#include "mercury.h"
+#include "version.h"
 #include "mercury_abi.h"
-
-#define MERCURY_VERSION "0.1.0"
 
 struct cmd {
 	const struct cli_command *cli; /* name, options, help */
@@ -22,18 +23,57 @@ static const struct cmd cmds[] = {
 
 static void usage(FILE *f)
 {
-	fprintf(f, "Usage: mercuryd [-j] [-v] [--pin-root DIR] <command> [args]\n\n"
+	fprintf(f, "Usage: mercuryd [-j|-p] [-v] [--pin-root DIR] <command> [args]\n\n"
 		   "Mercury: packet-granularity layer priority for distributed training.\n\n"
 		   "Commands:\n");
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
 		cli_synopsis(f, cmds[i].cli);
 	fprintf(f, "\nOptions:\n"
-		   "  -j, --json         JSON output\n"
+		   "  -j, --json         JSON output (also after the command: status -j)\n"
+		   "  -p, --pretty       JSON output, indented (implies -j)\n"
 		   "  -v, --verbose      libbpf messages and the verifier log on stderr\n"
 		   "      --pin-root DIR pin tree (default " MERCURY_PIN_ROOT_DEFAULT ")\n"
 		   "  -h, --help         this text; `mercuryd <command> --help` for one command\n"
 		   "  -V, --version      print the version\n\n"
+		   "Exit status:\n"
+		   "  0  success\n"
+		   "  1  the command failed (the error says why; with -j as {\"error\": ...})\n"
+		   "  2  usage error: unknown command or option, missing or bad argument\n\n"
+		   "Environment:\n"
+		   "  MERCURY_SOCKET     serve: the event socket (default " MERCURY_DEFAULT_SOCKET
+		   ")\n\n"
 		   "See mercuryd(8).\n");
+}
+
+/*
+ * -j/--json and -p/--pretty after the command too (`mercuryd status -j`), as bpftool takes
+ * them: removed from argv[from..] (up to a "--") before the command parses its own options.
+ * No command has an option or a value spelt so. Returns the new argc.
+ */
+static int take_output_opts(struct cli_ctx *ctx, int argc, char **argv, int from)
+{
+	int out = from, i;
+
+	for (i = from; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (!strcmp(a, "--"))
+			break;
+		if (!strcmp(a, "-j") || !strcmp(a, "--json")) {
+			ctx->json = true;
+			continue;
+		}
+		if (!strcmp(a, "-p") || !strcmp(a, "--pretty") || !strcmp(a, "-jp") ||
+		    !strcmp(a, "-pj")) {
+			ctx->json = ctx->pretty = true;
+			continue;
+		}
+		argv[out++] = argv[i];
+	}
+	while (i < argc)
+		argv[out++] = argv[i++];
+	argv[out] = NULL;
+	return out;
 }
 
 static bool verbose_libbpf;
@@ -50,16 +90,23 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-	    {"json", no_argument, NULL, 'j'},		{"verbose", no_argument, NULL, 'v'},
-	    {"help", no_argument, NULL, 'h'},		{"version", no_argument, NULL, 'V'},
-	    {"pin-root", required_argument, NULL, 'P'}, {NULL, 0, NULL, 0},
+	    {"json", no_argument, NULL, 'j'},
+	    {"pretty", no_argument, NULL, 'p'},
+	    {"verbose", no_argument, NULL, 'v'},
+	    {"help", no_argument, NULL, 'h'},
+	    {"version", no_argument, NULL, 'V'},
+	    {"pin-root", required_argument, NULL, 'P'},
+	    {NULL, 0, NULL, 0},
 	};
 	struct cli_ctx ctx = {.pin_root = MERCURY_PIN_ROOT_DEFAULT};
 	int c;
 
 	/* '+': stop at the first non-option, the verb parses its own options. */
-	while ((c = getopt_long(argc, argv, "+jvhV", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+jpvhV", opts, NULL)) != -1) {
 		switch (c) {
+		case 'p': /* implies -j */
+			ctx.pretty = ctx.json = true;
+			break;
 		case 'j':
 			ctx.json = true;
 			break;
@@ -85,6 +132,7 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	argc = take_output_opts(&ctx, argc, argv, optind + 1);
 	verbose_libbpf = ctx.verbose;
 	libbpf_set_print(libbpf_print);
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {

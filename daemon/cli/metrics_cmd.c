@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 /* mercuryd metrics: the data path's counters in the Prometheus text format. */
 #include <getopt.h>
 #include <stdio.h>

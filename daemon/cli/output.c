@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 /* Error and warning lines shared by every subcommand. */
 #include <stdarg.h>
 #include <stdio.h>
@@ -11,14 +12,24 @@ static void emit(const struct cli_ctx *ctx, const char *kind, const char *fmt, v
 	char msg[1024];
 
 	vsnprintf(msg, sizeof(msg), fmt, ap);
-	fprintf(stderr, "mercuryd: %s%s\n", kind[0] == 'w' ? "warning: " : "", msg);
 	if (ctx && ctx->json && kind[0] == 'e') {
 		struct json_object *o = json_object_new_object();
 
 		json_object_object_add(o, "error", json_object_new_string(msg));
-		printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
-		json_object_put(o);
+		cli_json_print(ctx, o);
+		return;
 	}
+	fprintf(stderr, "mercuryd: %s%s\n", kind[0] == 'w' ? "warning: " : "", msg);
+}
+
+void cli_json_print(const struct cli_ctx *ctx, struct json_object *o)
+{
+	int flags = ctx && ctx->pretty ? JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED
+				       : JSON_C_TO_STRING_PLAIN;
+
+	printf("%s\n", json_object_to_json_string_ext(o, flags));
+	fflush(stdout);
+	json_object_put(o);
 }
 
 void cli_error(const struct cli_ctx *ctx, const char *fmt, ...)

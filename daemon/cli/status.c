@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 /* mercuryd status: what is attached where, and the classifier's counters. */
 #include <errno.h>
 #include <limits.h>
@@ -292,8 +293,7 @@ int do_status(const struct cli_ctx *ctx, int argc, char **argv)
 		json_object_object_add(o, "jobs", jobs_json(ctx));
 		json_object_object_add(o, "fastpath", fastpath_json(ctx));
 		json_object_object_add(o, "interfaces", json_object_get(w.list));
-		printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
-		json_object_put(o);
+		cli_json_print(ctx, o);
 	} else if (r == 0 && w.n == 0) {
 		printf("no interface attached (pin root %s)\n", ctx->pin_root);
 	} else if (r == 0) {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 /* mercuryd tag: the admin path to tag a byte range of another process's TCP socket. */
 #include <errno.h>
 #include <limits.h>
@@ -125,8 +126,7 @@ static void print_tags(const struct cli_ctx *ctx, const struct tag_args *a, int 
 			json_object_array_add(rs, r);
 		}
 		json_object_object_add(o, "ranges", rs);
-		printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
-		json_object_put(o);
+		cli_json_print(ctx, o);
 	} else {
 		printf("pid %ld fd %d (cookie %llu): next write at %llu, acked %llu, %u ranges "
 		       "(levels now, for %u bands)\n",

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 /* The tag fast path's program: attach to a cgroup, pin, detach (fastpath.h). */
 #include <errno.h>
 #include <fcntl.h>

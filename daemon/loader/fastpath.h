@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The tag fast path (bpf/tag_fastpath.bpf.c): a cgroup setsockopt program through which a
  * process tags its own sockets without a round trip to mercuryd. Attached once per node to a

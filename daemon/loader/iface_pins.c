@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 /* Reading and removing the pins of one attached interface. */
 #include <dirent.h>
 #include <net/if.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Per-interface pins: the attach record, configuration and counters of one attached device. */
 #ifndef MERCURY_IFACE_PINS_H
 #define MERCURY_IFACE_PINS_H

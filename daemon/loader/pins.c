@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 /* The pin tree: bpffs mount, the lock that serialises mercuryd runs, the shared maps. */
 #include <errno.h>
 #include <fcntl.h>

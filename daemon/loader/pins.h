@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The pin tree under /sys/fs/bpf/mercury: bpffs mount, lock, per-interface and global pins. */
 #ifndef MERCURY_PINS_H
 #define MERCURY_PINS_H

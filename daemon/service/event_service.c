@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 /* One event frame: every check before the map is touched, one map write per frame. */
 #include <errno.h>
 #include <netinet/in.h>

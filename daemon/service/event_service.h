@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Handling of one event frame: decode, check the socket, apply the policy, write the map. */
 #ifndef MERCURY_EVENT_SERVICE_H
 #define MERCURY_EVENT_SERVICE_H

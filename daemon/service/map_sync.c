@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 /* Keeping a service's map fds the pinned maps (map_sync.h). */
 #include <errno.h>
 #include <limits.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * A long-running user of pinned maps (mercuryd serve) keeps its fds the maps that are pinned
  * now: what the classifier reads. detach removes the shared pins when the last interface goes,

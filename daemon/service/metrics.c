@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 /* Prometheus text metrics of the data path and the event service (metrics.h). */
 #include <errno.h>
 #include <limits.h>

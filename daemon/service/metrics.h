@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Metrics in the Prometheus text format, the way node agents publish them: node_exporter's
  * textfile collector reads <dir>/mercury.prom (written whole, then renamed into place).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 /*
  * The layer-priority policy's job table: which jobs exist, their layers, weights and iteration
  * windows. The level rule itself is common/job_level.h, shared with the classifier, which

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Mercury's priority policy: the job table and (job, layer, direction, iteration) -> level. Pure.
  */
 #ifndef MERCURY_POLICY_H

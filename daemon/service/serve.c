@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 /*
  * mercuryd serve: the event service. Frameworks (through libmercury) send training-step
  * events over a SOCK_SEQPACKET Unix socket; sockets arrive as SCM_RIGHTS, are checked, used

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 /* Tagged byte ranges per socket: the pure range table logic and its socket-local storage. */
 #include <errno.h>
 #include <string.h>

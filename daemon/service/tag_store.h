@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Tagged byte ranges of sockets, held in the pinned socket-local storage map "sock_tags". */
 #ifndef MERCURY_TAG_STORE_H
 #define MERCURY_TAG_STORE_H

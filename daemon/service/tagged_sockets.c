@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 /* Walks sock_tags with the iterator program (user space has no get_next_key for it), or
  * with sock_diag where the kernel refuses the program. */
 #include <errno.h>

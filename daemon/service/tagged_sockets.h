@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The sockets that currently hold tags: a BPF iterator over sock_tags, or sock_diag where the
  * kernel refuses the iterator. */
 #ifndef MERCURY_TAGGED_SOCKETS_H

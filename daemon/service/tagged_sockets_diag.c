@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 /*
  * The sockets holding tags, asked of sock_diag: an inet_diag dump of this namespace's TCP
  * sockets with the sock_tags map named in INET_DIAG_REQ_SK_BPF_STORAGES returns each

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 /* Event frame decoder: every field checked before the daemon acts on it. */
 #include <endian.h>
 #include <errno.h>

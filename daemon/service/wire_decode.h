@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Decoding and validation of event frames (pure, fuzzed). */
 #ifndef MERCURY_WIRE_DECODE_H
 #define MERCURY_WIRE_DECODE_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 /* Band plan tables per backend; see band_plan.h for the handle scheme. */
 #include "band_plan.h"
 

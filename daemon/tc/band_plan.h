@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Band plan: which qdisc bands a backend offers and what the classifier must write into
  * skb->priority to put a packet into each band. Pure logic, no syscalls; qdisc.c builds

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 /*
  * Root qdisc management over rtnetlink (libnl-route-3): reading, saving and restoring the
  * root, installing a backend with rollback, removing it, and picking a backend by trying.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Root qdisc backends, configured over rtnetlink with libnl-route-3.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Backend builders (qdisc_<kind>.c), called by qdisc.c's install. */
 #ifndef MERCURY_QDISC_BACKEND_H
 #define MERCURY_QDISC_BACKEND_H

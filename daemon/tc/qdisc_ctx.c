@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 /*
  * The tc layer's netlink context (libnl-route-3): one socket bound to a device, requests
  * with extack errors, qdisc/class adds, the root's reading and deletion. Used by the backend

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The tc layer's shared pieces: the root and backend-spec types, and the netlink context the
  * backends (qdisc_*.c), the tree save/replay (tc_tree.c) and qdisc.c build on.

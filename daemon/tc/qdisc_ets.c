@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 /*
  * ets backend: ets M: with N bands, all strict (nstrict = N), priomap -> default band; the
  * band is chosen by skb->priority = M:(b + 1) as for prio. libnl has no ets module, so the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 /*
  * htb backend: strict priority by HTB class prio under one shaped parent.
  *   M: htb, default -> leaf of the default band

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 /*
  * mqprio backend: one traffic class per band (num_tc = N <= tx queues), priority p -> TC p - 1
  * for 1 <= p <= N, priority 0 and all others -> the default band (see band_plan.h: Mercury's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 /*
  * prio backend: prio M: with N strict bands. Its priomap sends every priority to the default
  * band; Mercury's packets carry skb->priority = M:(b + 1), which prio reads as band b.

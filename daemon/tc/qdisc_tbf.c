@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 /*
  * tbf backend: tbf M: shapes to R so the queue builds below it, in a pfifo_fast child
  * (handle M + 1) whose fixed prio2band gives three strict bands (priority 6 -> band 0,

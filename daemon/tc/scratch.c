@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 /* A scratch veth in a scratch network namespace, in a forked child (scratch.h). */
 #include "scratch.h"
 

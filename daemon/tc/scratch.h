@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * A scratch device to try things on: a veth pair in a network namespace of its own, made in
  * a forked child, so that nothing on the caller's devices changes (and the namespace dies

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 /* TC egress attachment: TCX link (kernel >= 6.6), clsact filter otherwise. */
 #include <errno.h>
 #include <stdio.h>

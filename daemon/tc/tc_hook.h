@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Attaching the classifier at TC egress: a TCX link where the kernel has TCX, else clsact. */
 #ifndef MERCURY_TC_HOOK_H
 #define MERCURY_TC_HOOK_H

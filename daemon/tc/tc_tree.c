@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 /*
  * Saving and replaying a device's egress qdisc tree (tc_tree.h): dump qdiscs, classes and
  * filters over rtnetlink, rewrite each into the message that creates it, order parents

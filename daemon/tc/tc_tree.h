@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * A device's egress qdisc tree — root qdisc, classes, child qdiscs and their filters — saved
  * as rtnetlink messages so that detach can put back exactly what attach --force replaced.

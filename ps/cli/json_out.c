@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 /* mercury-ps's JSON output (json-c): one object per line on stdout. */
 #include <stdio.h>
 

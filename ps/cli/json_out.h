@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* mercury-ps's JSON output: one object per line on stdout (json-c escapes strings, e.g. an
  * error naming a path). Only the command links it: libmercury-ps does not use json-c. */
 #ifndef MERCURY_PS_JSON_OUT_H

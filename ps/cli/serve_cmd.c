@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 /* `mercury-ps serve`: the server role of one node, job after job, until a signal. */
 #include <errno.h>
 #include <signal.h>

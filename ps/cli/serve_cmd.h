@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* `mercury-ps serve` (ps/README.md): node c->rank's server alone, for one job after another
  * (a job ends when every worker has said goodbye, or fails), until SIGTERM / SIGINT or `jobs`
  * jobs (0: no limit); one JSON line per job on stdout. exit_with_parent: end as on SIGTERM

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Python binding of libmercury (ctypes over libmercury.so).
 
     import mercury

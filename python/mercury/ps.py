@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Python binding of libmercury-ps (include/mercury_ps.h): the worker side of Mercury's
 reference parameter server. mercury.torch drives it; any framework can.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Mercury for PyTorch: data-parallel training through Mercury's parameter server, with the
 API of Horovod's and BytePS's DistributedOptimizer.
 

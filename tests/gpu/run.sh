@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # mercury.torch on a GPU (skipped without CUDA): 2 ranks sharing one GPU over loopback, every
 # scenario of tests/torch/api_check.py (op=Average and op=Sum, SGD and Adam, clipping through
 # synchronize()/skip_synchronize(), backward_passes_per_step=2, the Horovod-style call) plus

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
 """Captures TCP segments with payload on one interface (AF_PACKET, before tc ingress) for a
 number of seconds and prints, per destination port, what their IP headers carried: DSCP
 values, ECN codepoints of first transmissions and of retransmissions (segments that repeat

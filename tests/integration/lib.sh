@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # Shared helpers for Mercury's namespace tests. Source it; it installs a cleanup trap.
 # Every test gets its own namespaces and pin root (prefix unique to the run), and the trap
 # removes processes it started (by PID), pins and namespaces even when the test fails.

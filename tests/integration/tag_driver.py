@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
 """A libmercury client driven line by line on stdin, for tests that do things to mercuryd
 between its calls. Each command prints one line: "ok ..." or "err <errno> <message>".
 

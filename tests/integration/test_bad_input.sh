@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Bad input: each case gets a one-line error naming the problem, exit status != 0, and
 # nothing is left half-attached (qdiscs, filters and pins as before).
 . "$(dirname "$0")/lib.sh"

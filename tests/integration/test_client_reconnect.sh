@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Clients survive a daemon restart: kill -9 of `mercuryd serve` while clients are in the
 # middle of iterations, then a new serve; each client's next call succeeds, its job and open
 # iterations are back (its tags land in the bands the policy gives them), and a client whose

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # kill -9 of mercuryd during traffic: the pinned data path keeps classifying (flows go on,
 # the classifier drops nothing), and a restarted daemon reports the same state.
 . "$(dirname "$0")/lib.sh"

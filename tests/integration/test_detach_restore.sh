@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # detach leaves the interface exactly as attach found it: qdiscs and filters identical, a
 # foreign filter untouched, a foreign root qdisc replaced with --force restored. Also: attach
 # is idempotent, refuses conflicts, and the pins carry BTF (bpftool shows field names).

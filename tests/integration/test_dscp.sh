@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # DSCP export on real traffic: `mercuryd attach --dscp` in the sender namespace, three TCP
 # flows to the receiver, a packet capture on the receiver's veth (before its tc ingress, where
 # a test program drops ~1/32 of the data packets so that the senders retransmit), ECN on.

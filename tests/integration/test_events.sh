@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Events end to end: mercuryd serve as a service, a C client and the Python client each open
 # one TCP connection per layer, tag tensors of different layers through libmercury and write
 # them. The per-socket, per-band counters must show >= 99.9 % of each tensor's bytes in the

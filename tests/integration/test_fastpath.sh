@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # The tag fast path as an operator and a framework meet it: `mercuryd fastpath attach` to a
 # cgroup; a libmercury client in that cgroup tags through it (no TAG frame reaches the
 # service) and its bytes land in the policy's bands; a client outside falls back to the

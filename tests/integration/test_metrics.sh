@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Metrics the way node agents publish them: `mercuryd metrics --textfile` and `serve
 # --metrics-textfile` write mercury.prom; Debian's real prometheus-node-exporter serves it
 # through its textfile collector; the scraped values agree with `mercuryd status -j` under

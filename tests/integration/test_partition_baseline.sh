@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # The ByteScheduler baseline is a fair one: on a communication-bound model (VGG16 on a
 # 4-node emulated cluster at 400 Mbit/s, the bench's scaling at twice the shrink) partition
 # mode with a credit large enough for its task round trip is not slower than fifo — a

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # The reference PS on a 2-node emulated cluster (namespaces, bridge, 200 Mbit htb egress per
 # node), tiny profile, each mode with --verify (every pull checked bitwise against the local
 # sum): every node succeeds, mercury's bytes are tagged and land in more than one band, and a

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # A node's worker and its own server in one process exchange their data through memory
 # (`--local-direct`, libmercury-ps's default): in every mode every pull still equals the
 # local sum bitwise, and the sockets carry only the other node's share (each node writes

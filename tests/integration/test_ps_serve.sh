@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # `mercury-ps serve`, the server role of a node alone, with workers in other processes
 # (`run --external-servers`, the emulated worker; libmercury-ps's external_servers is the
 # same role): every mode sums exactly, one server process serves job after job, a peer that

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # docs/pytorch.md, run as written on two network namespaces standing in for its two machines
 # (a veth pair named eth0 on both sides, 10.0.0.1 and 10.0.0.2): every fenced block marked
 # `sh node0`, `sh node1` or `sh both`, in order, each with bash -e in its node's namespace from

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # A running `mercuryd serve` outlives detach and attach: every tag it acknowledges is in the
 # pinned sock_tags map the classifier reads (status lists the socket; its bytes land in the
 # tagged band). Found as: serve running; detach; attach; tag -> rc 0, map empty, default band.

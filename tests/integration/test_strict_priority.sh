@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Two TCP flows through a 200 Mbit bottleneck at the sender's veth egress, one tagged high:
 # while both run the high one must get >= 90 % of the bottleneck; with the tags swapped the
 # other one must. Backends: $MERCURY_TEST_QDISC (default "htb htb:15 tbf", the ones this

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # mercury.torch's Horovod/BytePS API on 2 trainers over loopback (no cluster, no mercuryd:
 # fifo mode, untagged): op=Average and op=Sum with SGD and Adam (two parameter groups), an
 # LR scheduler attached to the DistributedOptimizer, clip_grad_norm_ between synchronize() and

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Real PyTorch training through Mercury on a 2-node emulated cluster (namespaces, 100 Mbit/s
 # htb egress per node, mercuryd on every node), launched by torch.distributed.run: a small
 # CNN (32x32, 16 images per worker, an LR scheduler stepped after every step, Adam with two

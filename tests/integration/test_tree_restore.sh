@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # attach --force over a foreign qdisc tree, then detach: `tc -d qdisc show`, `tc -d class show`
 # and `tc -d filter show` (every parent) are byte-identical to before, for every root kind this
 # kernel has and for an operator's htb tree with classes, leaf qdiscs and u32 filters. A tree

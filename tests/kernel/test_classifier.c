@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+// SPDX-License-Identifier: BSD-2-Clause
 /*
  * The classifier under BPF_PROG_TEST_RUN (root). Each table row is a packet built here, a
  * socket view (test_view/test_tags maps of the test variant, which runs the production

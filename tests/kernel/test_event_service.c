@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 /*
  * The event service's frame handler against the real shared socket maps and real sockets
  * (root): tags land in sock_tags where the classifier reads them, each refusal (non-TCP,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 /*
  * The tag fast path (bpf/tag_fastpath.bpf.c) on this kernel, attached by mercuryd's own code
  * to a cgroup made for the test, with jobs declared through the event service's handler

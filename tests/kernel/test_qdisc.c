@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 /*
  * Qdisc backends against the running kernel, inside a network namespace of our own with
  * two veth pairs (single queue and 4 queues). Root only; exits 77 otherwise. `ip` and `tc`

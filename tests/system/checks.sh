@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # Shared by the system tests that check cluster/*.py on hand-made input: a scratch folder
 # removed on exit, and `check DESCRIPTION CONDITION` (CONDITION is eval'd) with a verdict
 # from checks_done. Source it.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """module_graph.py BUILD DIR...: the call graph between the object files of the given source
 folders (a file uses another when it references a symbol the other defines, from nm), and
 every cycle in it. Exit 1 when there is one."""

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # One emulated-cluster run's summary (cluster/collect.py): the iteration time is the cluster's,
 # from the last node's end of the warm-up to the last node's end of the measured iterations,
 # so a stagger between the nodes at the start does not count as iteration time; failed nodes

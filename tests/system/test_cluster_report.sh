@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # The bench-cluster table (cluster/report.py) reads a cell run several times as the median of
 # its successful runs: a failed run is listed, not counted; the share of the ideal gain comes
 # from the medians and, per repetition, from the fifo and mercury runs of the same turn.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Every tracked C file is formatted with the repository's .clang-format (make format fixes it).
 set -uo pipefail
 root=${MERCURY_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}

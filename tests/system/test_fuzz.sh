@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # The event decoder under libFuzzer (ASan + UBSan): 1M executions without a crash.
 set -uo pipefail
 root=${MERCURY_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # make install into a DESTDIR puts every piece where an operator looks for it, and make deb
 # packages the same tree; a program
 # builds against the installed pkg-config file and runs against the installed library; the
@@ -21,7 +22,8 @@ cd "$root" || exit 1
 check "make install" make -s install DESTDIR="$dest" PREFIX=/usr BUILD="$build"
 for f in usr/sbin/mercuryd usr/bin/mercury-ps usr/lib/libmercury.so.1 usr/lib/libmercury.so \
 	usr/lib/libmercury.a usr/include/mercury.h usr/lib/pkgconfig/mercury.pc \
-	usr/share/man/man8/mercuryd.8 usr/lib/systemd/system/mercuryd.service \
+	usr/share/man/man8/mercuryd.8 usr/share/man/man1/mercury-ps.1 usr/lib/systemd/system/mercuryd.service \
+	usr/share/bash-completion/completions/mercury-ps \
 	usr/share/bash-completion/completions/mercuryd usr/lib/python3/dist-packages/mercury/__init__.py \
 	usr/lib/python3/dist-packages/mercury/ps.py usr/lib/python3/dist-packages/mercury/torch.py \
 	usr/lib/libmercury-ps.so.1 usr/lib/libmercury-ps.a usr/include/mercury_ps.h; do
@@ -61,6 +63,7 @@ if command -v dpkg-deb >/dev/null; then
 	check "... that installs mercuryd, libmercury and the unit" sh -c "grep -q './usr/sbin/mercuryd\$' '$scratch/deb.list' && grep -q './usr/lib/libmercury.so.1\$' '$scratch/deb.list' && grep -q 'mercuryd.service\$' '$scratch/deb.list'"
 	check "... depends on libbpf and libnl ($(dpkg-deb -f "$deb" Depends))" sh -c "dpkg-deb -f '$deb' Depends | grep -q libbpf1 && dpkg-deb -f '$deb' Depends | grep -q libnl-route-3"
 	dpkg-deb --ctrl-tarfile "$deb" | tar -xO ./postinst >"$scratch/postinst" 2>&1
+	check "... with its DEP-5 copyright file" sh -c "grep -q './usr/share/doc/mercury/copyright\$' '$scratch/deb.list'"
 	check "... and creates group mercury" grep -q 'addgroup --system mercury' "$scratch/postinst"
 fi
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # No two files of daemon/, ps/ or common/ call each other, directly or around a circle: each
 # layer (tc netlink context -> backends -> install; node primitives -> server, worker, drain
 # -> node setup) only calls down. Read from the built objects' symbol tables.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # The units parse and pass systemd-analyze verify (with ExecStart pointing at this build),
 # and the hardening a reviewer relies on is present.
 set -uo pipefail

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # The bench-torch report (bench/torch_report.py): cells are medians of the repeated runs (the
 # tuning pass only picks the best cell); a run's link use is its bytes against the bulk
 # reference of its rate's link, which is no configuration of its own; the steady-state line

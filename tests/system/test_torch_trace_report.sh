@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # The link timeline of a traced run (bench/torch_trace_report.py): a rank's link use in its
 # forward and backward passes comes from its own node's byte counts over exactly those
 # intervals, against the bulk reference; warm-up iterations are left out.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # The tuned-baseline report (cluster/tune_report.py): the best partition cell is picked by the
 # median of its re-runs, not by its one grid run; a difference under 1 % is called a tie; a
 # rate-change run's iterations count only in the phase that holds them wholly.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """The Horovod/BytePS-style API of mercury.torch, 2 ranks against one process trained on the
 concatenated batches (each rank computes that reference itself), run under
 torch.distributed.run on loopback (tests/integration/test_torch_api.sh):

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """compare.py DIR TOL [--resumed]: the workers' final parameters (and rank 0's mid-run
 checkpoint) against the single-process reference, within TOL (max absolute difference); the
 loss falls. --resumed: a run that started from the reference's mid-run checkpoint (no

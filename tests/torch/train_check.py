@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Trains a small CNN on a learnable synthetic task, either as one worker of a
 mercury.torch job (under torch.distributed.run) or alone on the concatenated batches (the
 reference), and saves the final parameters and the loss curve.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """A layer the forward pass skips in some iterations (a conditional branch): through
 mercury.torch, one worker (under torch.distributed.run, WORLD_SIZE=1; test_torch_train runs
 it on 127.0.0.1), the parameters must end where plain PyTorch puts them with the same

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 /* Argument parsing of attach and tag: accepted forms, and the message for each bad one. */
 #include <errno.h>
 #include <setjmp.h>

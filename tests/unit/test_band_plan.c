@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 /* Band plan: names, band-count limits, per-backend skb->priority tables, level clamping. */
 #include <errno.h>
 #include <setjmp.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 /*
  * libmercury against a scripted daemon on a private socket: frames as the daemon's decoder
  * reads them, fds passed only where the type takes one, replies matched to their request

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 /* The policy's level tables for 2, 3, 4 and 8 bands, iterations and several jobs. */
 #include <errno.h>
 #include <setjmp.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 /*
  * The PS end to end over loopback, nodes as threads: what every worker pulls equals, bit for
  * bit, the sum computed locally in the same order — in every mode, with sizes that are no

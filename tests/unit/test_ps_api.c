@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 /*
  * libmercury-ps as a framework uses it (include/mercury_ps.h), two nodes as threads over
  * loopback: every pulled value is the sum of both workers' pushes; pushes out of order and

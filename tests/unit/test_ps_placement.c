@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 /* Unit tests of the PS's pure logic: MXNet placement, per-node egress bytes, the ideal bound. */
 #include <stdarg.h>
 #include <stddef.h>

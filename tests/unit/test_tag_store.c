@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 /* Range table logic: insertion order, merging, capacity, search at the boundaries. */
 #include <errno.h>
 #include <setjmp.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 /*
  * tcp_bytes_acked() (common/tcp_stream.c): the kernel's count of bytes the peer acknowledged,
  * which the PS drainer compares with the bytes it wrote. Over loopback: it grows by exactly what

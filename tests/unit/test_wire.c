@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 /* Event frames: round trips, each malformation's own error, and 1M random frames. */
 #include <errno.h>
 #include <setjmp.h>

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Builds the initramfs that tests Mercury inside Debian's 6.1 kernel under QEMU:
 #   build-initramfs.sh <kernel-cache-dir> <output.cpio.gz>
 # Contents: busybox-static (applets in /usr/lib/busybox, behind the full tools on PATH), the full

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Fetches Debian 12's linux-image-6.1.0-*-amd64 (newest available, or MERCURY_VM_KERNEL=6.1.0-N-amd64)
 # into a cache outside the repo, without installing it on the host, and extracts the uncompressed
 # vmlinux from vmlinuz so QEMU can boot it via PVH (~3.5 s instead of ~9 s under TCG).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Guest test runner (called by guest-init): the smoke tests of tests/vm/guest-smoke.sh, the
 # kernel tests (build/tests/test_* built from tests/kernel/), then every
 # tests/integration/test_*.sh. A script that mentions MERCURY_TEST_QDISC runs once per backend

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Guest smoke tests for the 6.1 kernel matrix: guest-smoke.sh <case> [backend]
 # Cases: modules, qdisc, mqprio-steer, bpf-clsact <obj>, veth-iperf3, mercuryd-attach.
 # Exit 0 pass, 1 fail, 77 skip. Each case builds a veth pair with 4 TX/RX queues between two

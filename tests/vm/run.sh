@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # `make test-vm`: runs Mercury's guest tests inside Debian 12's 6.1 kernel under QEMU TCG.
 # Fetches the kernel (cached in $MERCURY_VM_CACHE, default /var/cache/mercury-vm), builds an
 # initramfs with the project's binaries and tests, boots it (PVH, uncompressed vmlinux) under a

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # make test-systemd: mercuryd's systemd unit for real. PID 1 on these machines is not systemd,
 # so this boots one: a minimal Debian 12 root (mmdebstrap) with systemd as init, Mercury's own
 # Debian package (make deb) installed in it, Debian's 6.1 kernel under QEMU TCG, the whole root

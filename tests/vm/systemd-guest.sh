@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Runs inside the systemd guest of tests/vm/systemd-e2e.sh as a oneshot unit once the system is
 # up: mercuryd's unit as an operator uses it. Every check prints "E2E ok|FAIL: ..." to the second
 # serial port; the last line is "E2E-DONE <failures>"; then the guest powers off.

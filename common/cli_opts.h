@@ -1,12 +1,15 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * One option table per mercuryd command: getopt_long's table, the command's --help and its
- * line in `mercuryd --help` are all made from it, and tests/system/test_cli_docs.sh checks
- * the man page and the README against the --help it prints.
+ * One option table per command (mercuryd's verbs, mercury-ps): getopt_long's table, the
+ * command's --help and its line in `mercuryd --help` are all made from it, and
+ * tests/system/test_cli_docs.sh checks the man pages, the completions and the README against
+ * the --help it prints. Numbers are read with the checked parsers below, never atoi().
  */
 #ifndef MERCURY_CLI_OPTS_H
 #define MERCURY_CLI_OPTS_H
 
 #include <getopt.h>
+#include <stdint.h>
 #include <stdio.h>
 
 struct cli_opt {
@@ -25,7 +28,10 @@ struct cli_command {
 	const char *after;	    /* printed after the options, or NULL */
 };
 
-#define CLI_MAX_OPTS 16
+#define CLI_MAX_OPTS 48
+
+/* The program the help text names ("mercuryd" unless the program sets it). */
+extern const char *cli_prog;
 
 /* getopt_long over the command's table plus --help ('h'); `shortopts` as getopt's. */
 int cli_getopt(const struct cli_command *c, int argc, char **argv, const char *shortopts);
@@ -33,5 +39,16 @@ int cli_getopt(const struct cli_command *c, int argc, char **argv, const char *s
 void cli_usage(FILE *f, const struct cli_command *c);
 /* One line for `mercuryd --help`: name, operands and every option. */
 void cli_synopsis(FILE *f, const struct cli_command *c);
+/* The "  --name ARG   help" lines of a table, as --help prints them. */
+void cli_print_options(FILE *f, const struct cli_opt *opts);
+
+/*
+ * Checked numbers: the whole string must be a number (strtol/strtoull/strtod, base 0 for the
+ * integers: 0x.. is hexadecimal) within [min, max]. 0, or -EINVAL (not a number, trailing
+ * characters, empty) or -ERANGE (outside [min, max]); *out is written only on success.
+ */
+int cli_parse_long(const char *s, long min, long max, long *out);
+int cli_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);
+int cli_parse_double(const char *s, double min, double max, double *out);
 
 #endif
