@@ -243,7 +243,8 @@ INSTALLED  := $(SBINDIR)/mercuryd $(BINDIR)/mercury-ps $(LIBDIR)/libmercury.so.1
 	$(LIBDIR)/libmercury-ps.a $(INCLUDEDIR)/mercury_ps.h
 
 .PHONY: install uninstall deb
-# A Debian package of `make install PREFIX=/usr` (dpkg-deb): build/mercury_<version>_<arch>.deb
+# Debian packages of `make install PREFIX=/usr` (dpkg-deb, scripts/make-deb.sh): mercury,
+# libmercury-dev and python3-mercury in build/
 deb: $(BUILD)/mercuryd $(BUILD)/mercury-ps $(BUILD)/libmercury.so $(BUILD)/libmercury.a
 	scripts/make-deb.sh
 

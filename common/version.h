@@ -3,6 +3,6 @@
 #ifndef MERCURY_VERSION_H
 #define MERCURY_VERSION_H
 
-#define MERCURY_VERSION "0.1.0"
+#define MERCURY_VERSION "0.2.0"
 
 #endif

@@ -55,16 +55,56 @@ check "completes backends (--qdisc h -> htb)" test "$(comp mercuryd attach lo --
 check "completes interface names (l -> lo)" sh -c "echo ' $(comp mercuryd attach l) ' | grep -q ' lo '"
 check "completes metrics options" test "$(comp mercuryd metrics --t)" = --textfile
 
-# The Debian package holds the same tree and names its runtime libraries.
+# The Debian packages hold the same tree, split three ways, and name their runtime libraries.
 if command -v dpkg-deb >/dev/null; then
-	deb=$(BUILD="$build" scripts/make-deb.sh 2>"$scratch/deb.err")
-	check "make deb built a package (${deb:-$(cat "$scratch/deb.err")})" test -f "$deb"
-	dpkg-deb -c "$deb" >"$scratch/deb.list" 2>&1
-	check "... that installs mercuryd, libmercury and the unit" sh -c "grep -q './usr/sbin/mercuryd\$' '$scratch/deb.list' && grep -q './usr/lib/libmercury.so.1\$' '$scratch/deb.list' && grep -q 'mercuryd.service\$' '$scratch/deb.list'"
-	check "... depends on libbpf and libnl ($(dpkg-deb -f "$deb" Depends))" sh -c "dpkg-deb -f '$deb' Depends | grep -q libbpf1 && dpkg-deb -f '$deb' Depends | grep -q libnl-route-3"
-	dpkg-deb --ctrl-tarfile "$deb" | tar -xO ./postinst >"$scratch/postinst" 2>&1
-	check "... with its DEP-5 copyright file" sh -c "grep -q './usr/share/doc/mercury/copyright\$' '$scratch/deb.list'"
-	check "... and creates group mercury" grep -q 'addgroup --system mercury' "$scratch/postinst"
+	debs=$(BUILD="$build" scripts/make-deb.sh 2>"$scratch/deb.err")
+	deb=$(grep '/mercury_' <<<"$debs")
+	dev=$(grep '/libmercury-dev_' <<<"$debs")
+	py=$(grep '/python3-mercury_' <<<"$debs")
+	check "make deb built three packages ($(echo $debs))${debs:+}" sh -c "[ -f '$deb' ] && [ -f '$dev' ] && [ -f '$py' ]" || cat "$scratch/deb.err"
+	list() { dpkg-deb -c "$1" | awk '{print $6}' | sed 's#^\./#/#'; }
+	list "$deb" >"$scratch/deb.list"
+	list "$dev" >"$scratch/dev.list"
+	list "$py" >"$scratch/py.list"
+	has() { grep -qx -- "$2" "$scratch/$1.list"; }
+	check "mercury: mercuryd, mercury-ps, the libraries, the unit, man pages, completions" sh -c "
+		for f in /usr/sbin/mercuryd /usr/bin/mercury-ps /usr/lib/libmercury.so.1 /usr/lib/libmercury-ps.so.1 \
+			/lib/systemd/system/mercuryd.service /usr/share/man/man8/mercuryd.8.gz /usr/share/man/man1/mercury-ps.1.gz \
+			/usr/share/bash-completion/completions/mercuryd /usr/share/bash-completion/completions/mercury-ps \
+			/etc/mercury/interfaces /usr/share/doc/mercury/copyright; do grep -qx -- \"\$f\" '$scratch/deb.list' || exit 1; done"
+	check "mercury: no header, static library or Python module" sh -c "! grep -qE '^/usr/include|\\.a\$|python3' '$scratch/deb.list'"
+	check "libmercury-dev: headers, static libraries, .so links, mercury.pc" sh -c "
+		for f in /usr/include/mercury.h /usr/include/mercury_ps.h /usr/include/mercury_groups.h /usr/lib/libmercury.a \
+			/usr/lib/libmercury-ps.a /usr/lib/libmercury.so /usr/lib/pkgconfig/mercury.pc /usr/share/doc/libmercury-dev/copyright; do
+			grep -qx -- \"\$f\" '$scratch/dev.list' || exit 1; done"
+	check "python3-mercury: mercury, mercury.ps, mercury.torch" sh -c "
+		for f in /usr/lib/python3/dist-packages/mercury/__init__.py /usr/lib/python3/dist-packages/mercury/ps.py \
+			/usr/lib/python3/dist-packages/mercury/torch.py; do grep -qx -- \"\$f\" '$scratch/py.list' || exit 1; done"
+	nfiles=$(cat "$scratch/deb.list" "$scratch/dev.list" "$scratch/py.list" | grep -v '/$' | sort | uniq -d | wc -l)
+	check "no file in two packages ($nfiles)" test "$nfiles" -eq 0
+	check "mercury depends on libbpf and libnl ($(dpkg-deb -f "$deb" Depends))" sh -c "dpkg-deb -f '$deb' Depends | grep -q libbpf1 && dpkg-deb -f '$deb' Depends | grep -q libnl-route-3"
+	check "the split packages replace the old single mercury" sh -c "dpkg-deb -f '$dev' Replaces | grep -q 'mercury (<< ' && dpkg-deb -f '$py' Breaks | grep -q 'mercury (<< '"
+	check "/etc/mercury/interfaces is a conffile, every line a comment" sh -c "
+		dpkg-deb --ctrl-tarfile '$deb' | tar -xO ./conffiles | grep -qx /etc/mercury/interfaces &&
+		! dpkg-deb --fsys-tarfile '$deb' | tar -xO ./etc/mercury/interfaces | grep -qv '^#'"
+	for s in preinst postinst prerm postrm; do
+		dpkg-deb --ctrl-tarfile "$deb" | tar -xO ./$s >"$scratch/$s" 2>/dev/null
+		check "maintainer script $s: sh -n" sh -n "$scratch/$s"
+	done
+	check "postinst creates group mercury, enables and starts the unit (deb-systemd-helper/-invoke)" sh -c "
+		grep -q 'addgroup --system' '$scratch/postinst' && grep -q 'deb-systemd-helper enable' '$scratch/postinst' &&
+		grep -q 'deb-systemd-invoke \"\$action\"' '$scratch/postinst'"
+	check "prerm stops the unit and detaches every interface on removal" sh -c "
+		grep -q 'deb-systemd-invoke stop' '$scratch/prerm' && grep -q 'mercuryd detach --all' '$scratch/prerm'"
+	check "postrm purge forgets the unit and removes group mercury" sh -c "
+		grep -q 'deb-systemd-helper purge' '$scratch/postrm' && grep -q 'delgroup --system' '$scratch/postrm'"
+	if command -v lintian >/dev/null; then
+		lintian --tag-display-limit 0 $debs >"$scratch/lintian" 2>&1
+		tags=$(grep -E '^[EW]: ' "$scratch/lintian")
+		check "lintian: no error or warning (overrides carry their reasons)${tags:+: $tags}" test -z "$tags"
+	else
+		echo "note: no lintian (scripts/deps.sh installs it): not checked"
+	fi
 fi
 
 check "make uninstall" make -s uninstall DESTDIR="$dest" PREFIX=/usr BUILD="$build"

@@ -20,16 +20,17 @@ t0=$(date +%s)
 kdir=$(MERCURY_VM_CACHE=${MERCURY_VM_CACHE:-/var/cache/mercury-vm} "$here/fetch-kernel.sh") ||
 	{ log "could not fetch the 6.1 kernel"; exit 1; }
 kver=$(cat "$kdir/version")
-deb=$(BUILD=$build "$root/scripts/make-deb.sh") || { log "make deb failed"; exit 1; }
+debs=$(BUILD=$build "$root/scripts/make-deb.sh") || { log "make deb failed"; exit 1; }
+deb=$(grep '/mercury_' <<<"$debs")
 work=$(mktemp -d "${TMPDIR:-/var/tmp}/mercury-systemd.XXXXXX")
 cleanup() { if [ "${MERCURY_SYSTEMD_KEEP:-0}" = 1 ]; then log "kept $work"; else rm -rf "$work"; fi; }
 trap cleanup EXIT
 
 # The root: systemd as init, what the guest test uses, Mercury's package with its dependencies.
 mmdebstrap --quiet --variant=minbase \
-	--include=systemd,systemd-sysv,kmod,iproute2,iputils-ping,iperf3,jq,procps,socat,libbpf1,libnl-route-3-200,libjson-c5 \
-	--customize-hook="copy-in $deb /tmp" \
-	--customize-hook='chroot "$1" dpkg -i /tmp/'"$(basename "$deb")" \
+	--include=systemd,systemd-sysv,kmod,iproute2,iputils-ping,iperf3,jq,procps,socat,libbpf1,libnl-route-3-200,libjson-c5,adduser,python3 \
+	--customize-hook="copy-in $(echo $debs) /tmp" \
+	--customize-hook='chroot "$1" sh -c "dpkg -i /tmp/*.deb"' \
 	bookworm "$work/root" || { log "mmdebstrap failed"; exit 1; }
 r=$work/root
 # Kernel modules the data path needs, found by the guest's modprobe.

@@ -80,6 +80,13 @@ check "journalctl -u mercuryd: the clean exit on SIGTERM" grep -q "signal 15, ex
 say "journal: $(tr '\n' ';' <<<"$journal" | cut -c1-900)"
 
 kill "$flow" "$sink" 2>/dev/null
-check "detach" mercuryd detach va
+# Removal takes the data path off every interface; purge leaves nothing of Mercury behind.
+check "systemctl start mercuryd again (va attached)" systemctl start mercuryd
+check "dpkg --purge python3-mercury libmercury-dev mercury" dpkg --purge python3-mercury libmercury-dev mercury
+check "purged: no Mercury qdisc on va (root is the default again)" sh -c "! tc qdisc show dev va root | grep -q '^qdisc htb'"
+check "purged: no filter on va's egress (the 6.1 guest hooks with clsact)" sh -c "[ -z \"\$(tc filter show dev va egress 2>/dev/null)\" ]"
+check "purged: no pin under /sys/fs/bpf/mercury" test ! -e /sys/fs/bpf/mercury
+check "purged: no group mercury" sh -c "! getent group mercury"
+check "purged: no unit, no socket, no /etc/mercury" sh -c "! systemctl cat mercuryd >/dev/null 2>&1 && [ ! -e /run/mercury/mercuryd.sock ] && [ ! -e /etc/mercury ]"
 echo "E2E-DONE $fails" >&3
 systemctl poweroff --no-block
