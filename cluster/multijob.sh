@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Two PS jobs sharing one emulated cluster (make bench-multijob; not in CI): both jobs have a
 # process on every node (co-located server + worker, each job on its own port), every node
 # runs one mercuryd that both jobs tag through, the fabric is cluster/lib.sh's default (full

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
 """Tables of cluster/multijob.sh's results (results.jsonl): per pair of jobs and case, each
 setting's medians over its repetitions.
 

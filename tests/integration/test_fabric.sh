@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # The emulated cluster's full-duplex fabric (cluster/lib.sh, the default): the switch port
 # towards each node is a bounded FIFO at the node's rate, so two senders into one node share
 # its downlink (in the egress-only fabric they would get twice the rate); with DSCP ports the

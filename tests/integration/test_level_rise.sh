@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # A level rise takes effect within a bounded time whatever the other traffic does (issue 32
 # item 1). Two iperf3 flows through `mercuryd attach --qdisc htb --rate 200mbit`: A tagged at
 # level 5, B at level 6 (below A: starved at its leaf's guaranteed 1 Mbit/s, its socket's

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Two PS jobs at once on a 2-node emulated cluster (cluster/lib.sh run_jobs; the smoke of
 # cluster/multijob.sh): different job ids and weights (--job 7 --weight 2, --job 9 --weight 1)
 # in mercury mode, both on every node, tagging through each node's one mercuryd. Both finish,
