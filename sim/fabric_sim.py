@@ -24,6 +24,7 @@ MSS, FRAME, ACK, PER_ACK = 1448.0, 1514.0, 66.0, 65536.0
 WIRE_EFFICIENCY = MSS / (FRAME + MSS * ACK / PER_ACK)
 BOUND = 1000000
 IDEAL_ROUNDS = 8
+SETTLE = 30
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
@@ -190,13 +191,14 @@ class Group:
     """Identical flows of one node class through one queue (a node's egress or its switch
     port). Sizes and rates are per representative node, summed over its flows."""
     __slots__ = ("q", "size", "arr", "sent", "inr", "out", "w", "level", "seq", "conn", "down",
-                 "done", "kind", "cls", "item", "it", "eps", "hold")
+                 "done", "kind", "cls", "item", "it", "eps", "hold", "gate", "rel", "chunk")
 
     def __init__(self, q, size, w, level, conn, kind, cls, item, it):
         self.q, self.size, self.w, self.level, self.conn = q, size, w, level, conn
         self.kind, self.cls, self.item, self.it = kind, cls, item, it
         self.arr = self.sent = self.inr = self.out = 0.0
         self.seq, self.down, self.done, self.hold = 0, [], False, False
+        self.gate, self.rel, self.chunk = None, 0.0, 0.0
         self.eps = size * 1e-9 + 1e-6
 
 
@@ -211,7 +213,7 @@ class Queue:
 class Sim:
     def __init__(self, layers, nodes, rate_Bps, mode, fabric="fifo", shrink=1, time_scale=1.0,
                  bound=BOUND, split_all=False, balanced=False, part=1000000, credit=4000000,
-                 iters=4, warmup=1, sender_groups=13, port_queues=7, hold=True):
+                 iters=4, warmup=1, sender_groups=13, port_queues=7, hold=True, chunk=65536):
         if nodes < 2:
             raise ValueError("the flow model needs at least 2 nodes")
         self.mode, self.fabric, self.N = mode, fabric, nodes
@@ -225,6 +227,7 @@ class Sim:
         pt = part if mode == "partition" else 0
         sl = place(orig, length, nodes, bound, split_all, balanced, pt)
         self.credit = credit
+        self.chunk = chunk
         # Items: a tensor (or partition) sliced over every server, or one slice on one server.
         byp = {}
         for layer, pid, srv, ln in sl:
@@ -272,6 +275,7 @@ class Sim:
         self.dirty, self.seq = [], 0
         self.fp_end = [[None] * (self.M + 1) for _ in range(K)]
         self.events = 0
+        self.unsettled = 0
         self.groups = {}
         self.pend = {}  # (cls, it, item) -> pull parts still missing
         self.layer_pend = {}  # (cls, it, layer) -> items still missing
@@ -357,8 +361,18 @@ class Sim:
                 g.sent = min(g.arr, g.sent + g.out * dt)
             if g.sent >= g.size - g.eps:
                 fin.append(g)
+            elif g.gate is not None:
+                self.release(g)
         for g in fin:
             self.finish(g)
+
+    def release(self, g):
+        """Immediate aggregation: every whole chunk the port has delivered to a server is
+        summed and goes out as pull data (ps/server.c, --chunk parameters a slice)."""
+        upto = g.size if g.sent >= g.size - g.eps else ((g.sent + g.eps) // g.chunk) * g.chunk
+        if upto > g.rel:
+            self.add_data(g.gate, upto - g.rel)
+            g.rel = upto
 
     def mark(self, q):
         self.dirty.append(q)
@@ -471,6 +485,10 @@ class Sim:
             if g.done or g.out <= 0:
                 continue
             back = g.arr - g.sent
+            if g.gate is not None:
+                dt = (((g.sent + g.eps) // g.chunk + 1) * g.chunk - g.sent) / g.out
+                if nxt is None or dt < nxt:
+                    nxt = dt
             if back > g.eps and g.out > g.inr:
                 dt = back / (g.out - g.inr)
             else:
@@ -486,6 +504,10 @@ class Sim:
         heapq.heappush(self.heap, (t, self.hseq, ev))
 
     def flush(self):
+        """Reallocates every queue whose inputs changed, until the rates settle. Immediate
+        aggregation closes a loop (a port's push rate is its server's pull input, whose
+        egress also carries pushes): after SETTLE rounds the rates are taken as they stand
+        (counted in `unsettled`)."""
         rounds = 0
         while self.dirty:
             qs, seen = [], set()
@@ -497,15 +519,14 @@ class Sim:
             for q in qs:
                 self.touch(q)
                 self.allocate(q)
+                self.schedule(q)
             rounds += 1
-            if rounds > 200:
-                raise RuntimeError("rates did not settle")
-            if not self.dirty:
-                for q in qs:
+            if rounds > SETTLE and self.dirty:
+                self.unsettled += 1
+                for q in self.dirty:
+                    self.touch(q)
                     self.schedule(q)
-            else:
-                for q in qs:
-                    self.schedule(q)
+                self.dirty = []
 
     # -- completions ------------------------------------------------------------------------
     def finish(self, g):
@@ -516,6 +537,8 @@ class Sim:
                 self.set_inr(dg, -g.out * mult)
         g.out = g.inr = 0.0
         self.mark(g.q)
+        if g.gate is not None:
+            self.release(g)
         if g.kind == "pport":
             self.try_aggregate(g.cls, g.item, g.it)
         elif g.kind == "ppull":
@@ -554,12 +577,9 @@ class Sim:
             if self.mode == "mercury":
                 # immediate aggregation: what has arrived is summed, the rest as it arrives
                 self.touch(pp.q)
-                if pp.sent > 0:
-                    self.add_data(ep, pp.sent)
-                if not pp.done:
-                    pp.down.append((ep, 1.0))
-                    if pp.out:
-                        self.set_inr(ep, pp.out)
+                pp.gate, pp.chunk = ep, self.chunk * 4.0 * (self.N - 1)
+                self.release(pp)
+                self.mark(pp.q)
             self.try_aggregate(a, i, it)
 
     def pull_part(self, a, it, i):
@@ -689,7 +709,7 @@ def simulate(layers, nodes, rate_Bps, mode, fabric="fifo", shrink=1, time_scale=
         return ideal(layers, nodes, rate_Bps, shrink, time_scale, **keep)[0], {}
     s = Sim(layers, nodes, rate_Bps, mode, fabric, shrink, time_scale, **kw)
     t = s.run()
-    return t, {"classes": s.K, "events": s.events}
+    return t, {"classes": s.K, "events": s.events, "unsettled": s.unsettled}
 
 
 def profile_path(name):
@@ -729,6 +749,8 @@ def main(argv=None):
                     help="mercury's priority groups at the sender (15 bands: 13); 0 = per layer")
     ap.add_argument("--port-queues", type=int, default=7,
                     help="prio fabric: layer groups the switch port tells apart; 0 = per layer")
+    ap.add_argument("--chunk", type=int, default=65536,
+                    help="mercury: parameters aggregated and pulled at a time")
     ap.add_argument("--no-hold", action="store_true", help="mercury: write pushes ahead")
     ap.add_argument("-j", "--json", action="store_true", help="one JSON line")
     a = ap.parse_args(argv)
@@ -742,7 +764,7 @@ def main(argv=None):
     if a.mode != "ideal":
         kw.update(part=a.part or 1000000 // shrink, credit=a.credit or 4000000 // shrink,
                   iters=a.iters, warmup=a.warmup, sender_groups=a.sender_groups,
-                  port_queues=a.port_queues, hold=not a.no_hold)
+                  port_queues=a.port_queues, hold=not a.no_hold, chunk=a.chunk)
     t, info = simulate(layers, a.nodes, rate, a.mode, a.fabric, shrink, ts, **kw)
     res = {"model": model, "mode": a.mode, "fabric": a.fabric, "nodes": a.nodes,
            "rate_Bps": rate, "shrink": shrink, "time_scale": ts, "iter_s": t}
