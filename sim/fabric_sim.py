@@ -203,11 +203,11 @@ class Group:
 
 
 class Queue:
-    __slots__ = ("name", "disc", "rate", "t", "active", "ver", "cls", "egress")
+    __slots__ = ("name", "disc", "rate", "t", "active", "ver", "cls", "egress", "next")
 
     def __init__(self, name, disc, rate, cls, egress):
         self.name, self.disc, self.rate, self.cls, self.egress = name, disc, rate, cls, egress
-        self.t, self.active, self.ver = 0.0, [], 0
+        self.t, self.active, self.ver, self.next = 0.0, [], 0, None
 
 
 class Sim:
@@ -404,13 +404,17 @@ class Sim:
     def allocate(self, q):
         act = [g for g in q.active if not g.done]
         q.active = act
-        old = {id(g): g.out for g in act}
-        for g in act:
-            g.out = 0.0
+        old = [g.out for g in act]
         if q.disc == "pass":
             for g in act:
                 g.out = g.inr if g.arr - g.sent <= g.eps else self.R * 1e3
+        elif q.disc != "fifo" and not any(g.arr - g.sent > g.eps for g in act) and \
+                sum(g.inr for g in act) <= q.rate:
+            for g in act:  # nothing queued and the inputs fit: every flow passes
+                g.out = 0.0 if g.hold else g.inr
         else:
+            for g in act:
+                g.out = 0.0
             elig = []
             if q.disc == "fifo":
                 blocked, busy = False, set()
@@ -442,13 +446,14 @@ class Sim:
                             j += 1
                         cap -= self.fill(elig[i:j], cap)
                         i = j
-        for g in act:
-            d = g.out - old[id(g)]
-            if d and abs(d) > 1e-12 * self.R:
+        tiny = 1e-12 * self.R
+        for g, o in zip(act, old):
+            d = g.out - o
+            if d > tiny or d < -tiny:
                 for dg, mult in g.down:
                     self.set_inr(dg, d * mult)
             elif d:
-                g.out = old[id(g)]
+                g.out = o
 
     @staticmethod
     def fill(gs, cap):
@@ -495,9 +500,13 @@ class Sim:
                 continue  # drains as it comes: its input's end is the upstream's event
             if nxt is None or dt < nxt:
                 nxt = dt
+        at = None if nxt is None else self.t + max(nxt, 0.0)
+        if at == q.next:
+            return  # the event already queued still stands
         q.ver += 1
-        if nxt is not None:
-            self.push(self.t + max(nxt, 0.0), ("q", q, q.ver))
+        q.next = at
+        if at is not None:
+            self.push(at, ("q", q, q.ver))
 
     def push(self, t, ev):
         self.hseq += 1
@@ -684,6 +693,7 @@ class Sim:
                 q = ev[1]
                 if ev[2] != q.ver:
                     continue
+                q.next = None
                 self.touch(q)
                 self.mark(q)
             elif kind == "fwd":
