@@ -54,7 +54,7 @@ static const struct cli_opt ps_opts[] = {
     {"conns", 'k', "K", "connections per worker-server pair, mercury mode, 1 to 16 (16)"},
     {"rcvbuf", 'F', "B", "mercury: SO_RCVBUF of each data connection's receiver, a bound\n"
 			 "on its bytes in flight so that N-to-1 pushes do not overflow a\n"
-			 "switch port, 0 to 67108864 (65536; 0: kernel autotuning)"},
+			 "switch port, 0 to 67108864 (16384; 0: kernel autotuning)"},
     {"bands", 'B', "N", "bands of mercuryd's interfaces (`attach --bands`, 2 to 16, 8):\n"
 			"sockets follow its N - 2 layer groups, mercury mode"},
     {"chunk", 'c', "N", "aggregation chunk, parameters (65536)"},

@@ -357,9 +357,10 @@ void ps_config_defaults(struct ps_config *c)
 	c->nodes = 1;
 	c->port = 9555;
 	c->conns = 16;
-	/* 64 KiB (the kernel doubles it): no switch port overflows when every worker's
-	 * connections to one server send at once (BENCHMARKS.md, "Full-duplex fabric"). */
-	c->rcvbuf = 65536;
+	/* 16 KiB (the kernel doubles it): a switch port of a quarter MB still holds what every
+	 * worker's connections to one server have in flight at once; 64 KiB overflowed it
+	 * (cluster/RESULTS.md, "Full-duplex fabric"). */
+	c->rcvbuf = 16384;
 	c->chunk = 65536; /* 256 KiB of floats */
 	c->part = 1000000;
 	c->credit = 4000000;
