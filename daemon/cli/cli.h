@@ -13,7 +13,6 @@
 struct cli_ctx {
 	bool json;	      /* -j: JSON on stdout */
 	bool pretty;	      /* -p: JSON indented (implies -j) */
-	bool verbose;	      /* -v: libbpf messages and the verifier log on stderr */
 	const char *pin_root; /* --pin-root, default MERCURY_PIN_ROOT_DEFAULT */
 };
 

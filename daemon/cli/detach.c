@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include <json-c/json.h>
 
+#include "log.h"
 #include "cli.h"
 #include "fastpath.h"
 #include "iface_pins.h"
@@ -156,7 +157,7 @@ static int detach_all(const struct cli_ctx *ctx)
 				json_object_object_add(o, "error", json_object_new_string(err));
 				json_object_array_add(list, o);
 			} else {
-				fprintf(stderr, "mercuryd: detach %s: %s\n", l.v[i], err);
+				log_error("detach %s: %s", l.v[i], err);
 			}
 			continue;
 		}

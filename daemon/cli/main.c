@@ -6,6 +6,7 @@
 #include <bpf/libbpf.h>
 
 #include "cli.h"
+#include "log.h"
 #include "mercury.h"
 #include "version.h"
 #include "mercury_abi.h"
@@ -31,7 +32,8 @@ static void usage(FILE *f)
 	fprintf(f, "\nOptions:\n"
 		   "  -j, --json         JSON output (also after the command: status -j)\n"
 		   "  -p, --pretty       JSON output, indented (implies -j)\n"
-		   "  -v, --verbose      libbpf messages and the verifier log on stderr\n"
+		   "  -v, --verbose      debug messages, libbpf's and the verifier log on stderr;\n"
+		   "                     -vv adds libbpf's own debug\n"
 		   "      --pin-root DIR pin tree (default " MERCURY_PIN_ROOT_DEFAULT ")\n"
 		   "  -h, --help         this text; `mercuryd <command> --help` for one command\n"
 		   "  -V, --version      print the version\n\n"
@@ -76,13 +78,14 @@ static int take_output_opts(struct cli_ctx *ctx, int argc, char **argv, int from
 	return out;
 }
 
-static bool verbose_libbpf;
-
+/* libbpf's messages a level below mercuryd's: what fails is reported by mercuryd itself, so
+ * libbpf's warnings and info (the verifier log of a failed load among them) are its debug
+ * (-v), libbpf's own debug one further (-vv). They come with their own "libbpf: " prefix. */
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
-	if (level == LIBBPF_DEBUG || (!verbose_libbpf && level != LIBBPF_WARN))
-		return 0;
-	if (!verbose_libbpf)
+	int lvl = level == LIBBPF_DEBUG ? MLOG_DEBUG + 1 : MLOG_DEBUG;
+
+	if (!mlog_enabled(lvl))
 		return 0;
 	return vfprintf(stderr, fmt, ap);
 }
@@ -99,7 +102,7 @@ int main(int argc, char **argv)
 	    {NULL, 0, NULL, 0},
 	};
 	struct cli_ctx ctx = {.pin_root = MERCURY_PIN_ROOT_DEFAULT};
-	int c;
+	int c, verbose = 0;
 
 	/* '+': stop at the first non-option, the verb parses its own options. */
 	while ((c = getopt_long(argc, argv, "+jpvhV", opts, NULL)) != -1) {
@@ -111,7 +114,7 @@ int main(int argc, char **argv)
 			ctx.json = true;
 			break;
 		case 'v':
-			ctx.verbose = true;
+			verbose++;
 			break;
 		case 'P':
 			ctx.pin_root = optarg;
@@ -133,7 +136,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	argc = take_output_opts(&ctx, argc, argv, optind + 1);
-	verbose_libbpf = ctx.verbose;
+	mlog_set_level(MLOG_INFO + verbose);
 	libbpf_set_print(libbpf_print);
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
 		if (strcmp(argv[optind], cmds[i].cli->name) == 0) {

@@ -1,25 +1,26 @@
 // SPDX-License-Identifier: BSD-2-Clause
-/* Error and warning lines shared by every subcommand. */
+/* Error and warning lines shared by every subcommand (common/log.h, or JSON under -j). */
 #include <stdarg.h>
 #include <stdio.h>
 #include <json-c/json.h>
 
 #include "attach_args.h"
 #include "cli.h"
+#include "log.h"
 
-static void emit(const struct cli_ctx *ctx, const char *kind, const char *fmt, va_list ap)
+static void emit(const struct cli_ctx *ctx, int level, const char *fmt, va_list ap)
 {
 	char msg[1024];
 
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	if (ctx && ctx->json && kind[0] == 'e') {
+	if (ctx && ctx->json && level == MLOG_ERROR) {
 		struct json_object *o = json_object_new_object();
 
+		vsnprintf(msg, sizeof(msg), fmt, ap);
 		json_object_object_add(o, "error", json_object_new_string(msg));
 		cli_json_print(ctx, o);
 		return;
 	}
-	fprintf(stderr, "mercuryd: %s%s\n", kind[0] == 'w' ? "warning: " : "", msg);
+	mlog_v(level, fmt, ap);
 }
 
 void cli_json_print(const struct cli_ctx *ctx, struct json_object *o)
@@ -37,7 +38,7 @@ void cli_error(const struct cli_ctx *ctx, const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	emit(ctx, "error", fmt, ap);
+	emit(ctx, MLOG_ERROR, fmt, ap);
 	va_end(ap);
 }
 
@@ -46,7 +47,7 @@ void cli_warn(const struct cli_ctx *ctx, const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	emit(ctx, "warning", fmt, ap);
+	emit(ctx, MLOG_WARN, fmt, ap);
 	va_end(ap);
 }
 

@@ -12,6 +12,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "log.h"
 #include "fastpath.h"
 #include "iface_pins.h"
 #include "pins.h"
@@ -190,6 +191,6 @@ void fastpath_release_unused(const char *root)
 		return;
 	/* The fast path writes tags only the classifiers read: it goes with the last one. */
 	if (fastpath_detach(root, err, sizeof(err)))
-		fprintf(stderr, "mercuryd: %s\n", err);
+		log_error("%s", err);
 	pins_remove_globals(root);
 }

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <bpf/bpf.h>
 
+#include "log.h"
 #include "event_service.h"
 #include "tag_store.h"
 #include "wire_decode.h"
@@ -53,8 +54,7 @@ static void publish(struct event_state *ev, int i)
 	if (bpf_map_update_elem(ev->jobs_fd, &slot, &js, BPF_ANY) ||
 	    (active && bpf_map_update_elem(ev->job_ids_fd, &key, &slot, BPF_ANY)) ||
 	    (!active && bpf_map_delete_elem(ev->job_ids_fd, &key) && errno != ENOENT))
-		fprintf(stderr, "mercuryd: cannot publish job %u of uid %u: %s\n", key.job, key.uid,
-			strerror(errno));
+		log_error("cannot publish job %u of uid %u: %s", key.job, key.uid, strerror(errno));
 }
 
 void event_publish_all(struct event_state *ev)
@@ -232,10 +232,9 @@ void event_handle(struct event_state *ev, uint64_t client_id, const struct ucred
 	}
 	if (r) {
 		ev->rejected++;
-		fprintf(stderr,
-			"mercuryd: client %llu (pid %d uid %d): frame type %u rejected: %s\n",
-			(unsigned long long)client_id, cred ? (int)cred->pid : -1,
-			cred ? (int)cred->uid : -1, m.type, strerror(-r));
+		log_info("client %llu (pid %d uid %d): frame type %u rejected: %s",
+			 (unsigned long long)client_id, cred ? (int)cred->pid : -1,
+			 cred ? (int)cred->uid : -1, m.type, strerror(-r));
 	}
 	reply->status = r;
 }
