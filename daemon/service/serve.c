@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * mercuryd serve: the event service. Frameworks (through libmercury) send training-step
- * events over a SOCK_SEQPACKET Unix socket; sockets arrive as SCM_RIGHTS, are checked, used
- * for one map update and closed at once (a kept fd would hold the connection open after the
- * application closed it). Bad frames are answered with their own error and the service
- * keeps serving. SIGTERM/SIGINT end it cleanly; the data path stays attached (pins).
+ * The event service (mercuryd serve; its command line is daemon/cli/serve_cmd.c). Frameworks
+ * (through libmercury) send training-step events over a SOCK_SEQPACKET Unix socket; sockets arrive
+ * as SCM_RIGHTS, are checked, used for one map update and closed at once (a kept fd would hold the
+ * connection open after the application closed it). Bad frames are answered with their own error
+ * and the service keeps serving. SIGTERM/SIGINT end it cleanly; the data path stays attached
+ * (pins).
  */
 #include <errno.h>
-#include <getopt.h>
 #include <grp.h>
 #include <limits.h>
 #include <signal.h>
@@ -25,12 +25,13 @@
 #include <bpf/bpf.h>
 #include <systemd/sd-daemon.h>
 
-#include "cli.h"
+#include "log.h"
 #include "event_service.h"
 #include "iface_pins.h"
 #include "map_sync.h"
 #include "metrics.h"
 #include "pins.h"
+#include "serve.h"
 
 #define SERVE_MAX_CLIENTS 256
 
@@ -42,7 +43,7 @@ struct client {
 };
 
 struct service {
-	const struct cli_ctx *ctx;
+	const char *pin_root;
 	struct event_state ev;
 	struct client clients[SERVE_MAX_CLIENTS];
 	int listen_fd, epoll_fd, signal_fd;
@@ -55,24 +56,6 @@ struct service {
 	struct service_metrics metrics;
 	const char *metrics_dir; /* --metrics-textfile */
 	int metrics_fd;		 /* timerfd of the periodic write; -1 without */
-};
-
-static const struct cli_opt serve_opts[] = {
-    {"socket", 's', "PATH", "where to listen ($MERCURY_SOCKET also sets it)"},
-    {"group", 'g', "NAME", "group allowed to connect besides root (mercury)"},
-    {"metrics-textfile", 'm', "DIR",
-     "write DIR/mercury.prom (data path and service\nmetrics) for node_exporter's textfile "
-     "collector"},
-    {"metrics-interval", 'i', "SECONDS", "how often (default 15 s)"},
-    {NULL, 0, NULL, NULL},
-};
-
-const struct cli_command serve_command = {
-    .name = "serve",
-    .about = "Serves training-step events from libmercury clients on a Unix socket\n"
-	     "(default " MERCURY_DEFAULT_SOCKET ", mode 0660, group mercury).\n"
-	     "Frameworks connect with mercury_connect(); see include/mercury.h.",
-    .opts = serve_opts,
 };
 
 /* Before each frame that touches a map (a socket's tags or stats, a job's state): the maps
@@ -90,10 +73,10 @@ static void sync_maps(struct service *s)
 	for (int i = 0; i < GM_COUNT && r == 0; i++) {
 		if (i == 1 && !s->ev.maps_error && s->maps[GM_SOCK_TAGS].ino == tags_ino)
 			break;
-		r = pinned_map_sync(s->ctx->pin_root, &s->maps[i], note, sizeof(note));
+		r = pinned_map_sync(s->pin_root, &s->maps[i], note, sizeof(note));
 		if (note[0] && strcmp(note, s->maps_note))
-			fprintf(stderr, "mercuryd: %s%s\n", note,
-				r ? "; requests that touch it fail until fixed" : "");
+			log_error("%s%s", note,
+				  r ? "; requests that touch it fail until fixed" : "");
 		snprintf(s->maps_note, sizeof(s->maps_note), "%s", r ? note : "");
 	}
 	s->ev.tags_fd = s->maps[GM_SOCK_TAGS].fd;
@@ -160,10 +143,8 @@ static void accept_client(struct service *s)
 	if (fd < 0)
 		return;
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) || !peer_allowed(s, fd, &cr)) {
-		fprintf(stderr,
-			"mercuryd: refused client pid %d uid %d: not root or in group "
-			"mercury\n",
-			(int)cr.pid, (int)cr.uid);
+		log_error("refused client pid %d uid %d: not root or in group mercury", (int)cr.pid,
+			  (int)cr.uid);
 		close(fd);
 		return;
 	}
@@ -171,8 +152,8 @@ static void accept_client(struct service *s)
 		if (s->clients[i].fd < 0)
 			c = &s->clients[i];
 	if (!c) {
-		fprintf(stderr, "mercuryd: refused client pid %d: %d clients already\n",
-			(int)cr.pid, SERVE_MAX_CLIENTS);
+		log_error("refused client pid %d: %d clients already", (int)cr.pid,
+			  SERVE_MAX_CLIENTS);
 		close(fd);
 		return;
 	}
@@ -254,8 +235,8 @@ static void write_metrics(struct service *s)
 		m->job[m->jobs].oldest_open = j->win.oldest_open;
 		m->jobs++;
 	}
-	if (metrics_write_textfile(s->metrics_dir, s->ctx->pin_root, m, err, sizeof(err)))
-		fprintf(stderr, "mercuryd: metrics: %s\n", err);
+	if (metrics_write_textfile(s->metrics_dir, s->pin_root, m, err, sizeof(err)))
+		log_error("metrics: %s", err);
 }
 
 /* A live daemon answers connect(); a stale socket file of a killed one refuses it. */
@@ -271,7 +252,8 @@ static bool someone_listens(const struct sockaddr_un *addr)
 	return live;
 }
 
-static int open_listener(struct service *s, const char *path, const char *group)
+static int open_listener(struct service *s, const char *path, const char *group, char *err,
+			 size_t errlen)
 {
 	struct sockaddr_un addr = {.sun_family = AF_UNIX};
 	char dir[PATH_MAX];
@@ -279,7 +261,7 @@ static int open_listener(struct service *s, const char *path, const char *group)
 	char *slash;
 
 	if (strlen(path) >= sizeof(addr.sun_path)) {
-		cli_error(s->ctx, "serve: socket path %s is too long", path);
+		snprintf(err, errlen, "socket path %s is too long", path);
 		return -ENAMETOOLONG;
 	}
 	snprintf(dir, sizeof(dir), "%s", path);
@@ -287,7 +269,7 @@ static int open_listener(struct service *s, const char *path, const char *group)
 	if (slash && slash != dir) {
 		*slash = '\0';
 		if (mkdir(dir, 0755) && errno != EEXIST) {
-			cli_error(s->ctx, "serve: cannot create %s: %s", dir, strerror(errno));
+			snprintf(err, errlen, "cannot create %s: %s", dir, strerror(errno));
 			return -errno;
 		}
 	}
@@ -296,9 +278,7 @@ static int open_listener(struct service *s, const char *path, const char *group)
 		s->group = gr->gr_gid;
 		s->have_group = true;
 	} else {
-		cli_warn(s->ctx,
-			 "group '%s' does not exist (make deps creates it): only root can "
-			 "connect",
+		log_warn("group '%s' does not exist (make deps creates it): only root can connect",
 			 group);
 	}
 	strcpy(addr.sun_path, path);
@@ -306,10 +286,10 @@ static int open_listener(struct service *s, const char *path, const char *group)
 	if (s->listen_fd < 0)
 		return -errno;
 	if (someone_listens(&addr)) {
-		cli_error(s->ctx,
-			  "serve: another mercuryd serve is listening on %s; stop it first, or "
-			  "give --socket another path",
-			  path);
+		snprintf(err, errlen,
+			 "another mercuryd serve is listening on %s; stop it first, or give "
+			 "--socket another path",
+			 path);
 		return -EADDRINUSE;
 	}
 	unlink(path); /* a stale socket of a killed daemon */
@@ -318,7 +298,7 @@ static int open_listener(struct service *s, const char *path, const char *group)
 	    listen(s->listen_fd, SOMAXCONN)) {
 		int r = -errno;
 
-		cli_error(s->ctx, "serve: cannot listen on %s: %s", path, strerror(-r));
+		snprintf(err, errlen, "cannot listen on %s: %s", path, strerror(-r));
 		return r;
 	}
 	return 0;
@@ -344,8 +324,7 @@ static int serve_loop(struct service *s)
 				struct signalfd_siginfo si;
 
 				if (read(s->signal_fd, &si, sizeof(si)) == sizeof(si))
-					fprintf(stderr, "mercuryd: signal %u, exiting\n",
-						si.ssi_signo);
+					log_info("signal %u, exiting", si.ssi_signo);
 				return 0;
 			} else {
 				client_readable(s, evs[i].data.ptr);
@@ -354,123 +333,118 @@ static int serve_loop(struct service *s)
 	}
 }
 
-int do_serve(const struct cli_ctx *ctx, int argc, char **argv)
+/* The shared maps, reused from their pins or created, and the job state an earlier daemon
+ * left in them. 0, or -1 with err set (nothing left open). */
+static int open_maps(struct service *s, char *err, size_t errlen)
 {
-	long interval_s = 15;
-	char *end;
-	const char *path = getenv("MERCURY_SOCKET"), *group = "mercury";
-	static struct service s; /* large: keep it off the stack */
-	char err[512];
-	sigset_t mask;
-	int c, r, ret = 1;
+	int fds[GM_COUNT], r;
 
-	if (!path)
-		path = MERCURY_DEFAULT_SOCKET;
-	memset(&s, 0, sizeof(s));
-	optind = 0;
-	while ((c = cli_getopt(&serve_command, argc, argv, "h")) != -1) {
-		if (c == 's')
-			path = optarg;
-		else if (c == 'g')
-			group = optarg;
-		else if (c == 'm')
-			s.metrics_dir = optarg;
-		else if (c == 'i') {
-			interval_s = strtol(optarg, &end, 10);
-			if (interval_s < 1 || *end || interval_s > 86400) {
-				cli_error(ctx, "serve: --metrics-interval takes whole seconds, "
-					       "1..86400");
-				return 2;
-			}
-		} else if (c == 'h') {
-			cli_usage(stdout, &serve_command);
-			return 0;
-		} else {
-			cli_error(ctx, "serve: unknown option; see mercuryd serve --help");
-			return 2;
-		}
-	}
-	s.ctx = ctx;
-	s.listen_fd = s.epoll_fd = s.signal_fd = s.metrics_fd = -1;
-	for (int i = 0; i < SERVE_MAX_CLIENTS; i++)
-		s.clients[i].fd = -1;
-	int fds[GM_COUNT];
-
-	if (pins_prepare(ctx->pin_root, err, sizeof(err)) ||
-	    pins_global_maps(ctx->pin_root, fds, err, sizeof(err))) {
-		cli_error(ctx, "serve: %s", err);
-		return 1;
-	}
+	if (pins_prepare(s->pin_root, err, errlen) ||
+	    pins_global_maps(s->pin_root, fds, err, errlen))
+		return -1;
 	for (int i = 0; i < GM_COUNT; i++) {
-		s.maps[i] = (struct pinned_map){.name = global_maps[i].name,
-						.type = global_maps[i].type,
-						.value_size = global_maps[i].value_size};
-		if ((r = pinned_map_track(ctx->pin_root, &s.maps[i], fds[i]))) {
-			cli_error(ctx, "serve: cannot inspect the shared maps: %s", strerror(-r));
+		s->maps[i] = (struct pinned_map){.name = global_maps[i].name,
+						 .type = global_maps[i].type,
+						 .value_size = global_maps[i].value_size};
+		if ((r = pinned_map_track(s->pin_root, &s->maps[i], fds[i]))) {
+			snprintf(err, errlen, "cannot inspect the shared maps: %s", strerror(-r));
 			pins_close_globals(fds);
-			return 1;
+			return -1;
 		}
 	}
-	s.ev.tags_fd = fds[GM_SOCK_TAGS];
-	s.ev.stats_fd = fds[GM_SOCK_STATS];
-	s.ev.jobs_fd = fds[GM_JOBS];
-	s.ev.job_ids_fd = fds[GM_JOB_IDS];
-	policy_init(&s.ev.policy, 8);
-	if ((r = event_adopt_jobs(&s.ev)) > 0)
-		fprintf(stderr,
-			"mercuryd: %d job(s) of an earlier daemon kept until their clients "
-			"declare them again\n",
-			r);
+	s->ev.tags_fd = fds[GM_SOCK_TAGS];
+	s->ev.stats_fd = fds[GM_SOCK_STATS];
+	s->ev.jobs_fd = fds[GM_JOBS];
+	s->ev.job_ids_fd = fds[GM_JOB_IDS];
+	policy_init(&s->ev.policy, 8);
+	if ((r = event_adopt_jobs(&s->ev)) > 0)
+		log_info("%d job(s) of an earlier daemon kept until their clients declare them "
+			 "again",
+			 r);
+	return 0;
+}
+
+/* SIGTERM/SIGINT as a signalfd, the epoll set, the listener and the metrics timer. 0, or -1
+ * (err set when there is more to say than that it failed). */
+static int start(struct service *s, const struct serve_config *cfg, char *err, size_t errlen)
+{
+	sigset_t mask;
+
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGTERM);
 	sigaddset(&mask, SIGINT);
 	sigprocmask(SIG_BLOCK, &mask, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	s.signal_fd = signalfd(-1, &mask, SFD_CLOEXEC);
-	s.epoll_fd = epoll_create1(EPOLL_CLOEXEC);
-	if (s.signal_fd < 0 || s.epoll_fd < 0 || open_listener(&s, path, group))
-		goto out;
-	struct epoll_event lev = {.events = EPOLLIN, .data.ptr = &s.listen_fd};
-	struct epoll_event sev = {.events = EPOLLIN, .data.ptr = &s.signal_fd};
-	epoll_ctl(s.epoll_fd, EPOLL_CTL_ADD, s.listen_fd, &lev);
-	epoll_ctl(s.epoll_fd, EPOLL_CTL_ADD, s.signal_fd, &sev);
-	if (s.metrics_dir) {
-		struct itimerspec its = {.it_interval.tv_sec = interval_s, .it_value.tv_nsec = 1};
-		struct epoll_event mev = {.events = EPOLLIN, .data.ptr = &s.metrics_fd};
+	s->signal_fd = signalfd(-1, &mask, SFD_CLOEXEC);
+	s->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+	if (s->signal_fd < 0 || s->epoll_fd < 0 ||
+	    open_listener(s, cfg->socket_path, cfg->group, err, errlen))
+		return -1;
+	struct epoll_event lev = {.events = EPOLLIN, .data.ptr = &s->listen_fd};
+	struct epoll_event sev = {.events = EPOLLIN, .data.ptr = &s->signal_fd};
+	epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, s->listen_fd, &lev);
+	epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, s->signal_fd, &sev);
+	if (s->metrics_dir) {
+		struct itimerspec its = {.it_interval.tv_sec = cfg->metrics_interval_s,
+					 .it_value.tv_nsec = 1};
+		struct epoll_event mev = {.events = EPOLLIN, .data.ptr = &s->metrics_fd};
 
-		s.metrics_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-		if (s.metrics_fd < 0 || timerfd_settime(s.metrics_fd, 0, &its, NULL) ||
-		    epoll_ctl(s.epoll_fd, EPOLL_CTL_ADD, s.metrics_fd, &mev)) {
-			cli_error(ctx, "serve: cannot start the metrics timer: %s",
-				  strerror(errno));
-			goto out;
+		s->metrics_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+		if (s->metrics_fd < 0 || timerfd_settime(s->metrics_fd, 0, &its, NULL) ||
+		    epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, s->metrics_fd, &mev)) {
+			snprintf(err, errlen, "cannot start the metrics timer: %s",
+				 strerror(errno));
+			return -1;
 		}
 	}
-	fprintf(stderr,
-		"mercuryd: serving events on %s (job state in %s/jobs; each interface's "
-		"classifier lays levels out for its own bands)\n",
-		path, ctx->pin_root);
+	return 0;
+}
+
+static void stop(struct service *s, const char *path)
+{
+	for (int i = 0; i < SERVE_MAX_CLIENTS; i++)
+		if (s->clients[i].fd >= 0)
+			close(s->clients[i].fd);
+	if (s->listen_fd >= 0)
+		close(s->listen_fd);
+	if (s->bound)
+		unlink(path);
+	if (s->epoll_fd >= 0)
+		close(s->epoll_fd);
+	if (s->signal_fd >= 0)
+		close(s->signal_fd);
+	if (s->metrics_fd >= 0)
+		close(s->metrics_fd);
+	for (int i = 0; i < GM_COUNT; i++)
+		close(s->maps[i].fd);
+}
+
+int serve_run(const struct serve_config *cfg, char *err, size_t errlen)
+{
+	static struct service s; /* large: keep it off the stack */
+	int r;
+
+	err[0] = '\0';
+	memset(&s, 0, sizeof(s));
+	s.pin_root = cfg->pin_root;
+	s.metrics_dir = cfg->metrics_dir;
+	s.listen_fd = s.epoll_fd = s.signal_fd = s.metrics_fd = -1;
+	for (int i = 0; i < SERVE_MAX_CLIENTS; i++)
+		s.clients[i].fd = -1;
+	if (open_maps(&s, err, errlen))
+		return -1;
+	if (start(&s, cfg, err, errlen)) {
+		stop(&s, cfg->socket_path);
+		return -1;
+	}
+	log_info("serving events on %s (job state in %s/jobs; each interface's classifier lays "
+		 "levels out for its own bands)",
+		 cfg->socket_path, cfg->pin_root);
 	sd_notify(0, "READY=1");
 	r = serve_loop(&s);
 	sd_notify(0, "STOPPING=1");
 	if (s.metrics_dir)
 		write_metrics(&s); /* the last figures, not the ones of up to an interval ago */
-	ret = r ? 1 : 0;
-out:
-	for (int i = 0; i < SERVE_MAX_CLIENTS; i++)
-		if (s.clients[i].fd >= 0)
-			close(s.clients[i].fd);
-	if (s.listen_fd >= 0)
-		close(s.listen_fd);
-	if (s.bound)
-		unlink(path);
-	if (s.epoll_fd >= 0)
-		close(s.epoll_fd);
-	if (s.signal_fd >= 0)
-		close(s.signal_fd);
-	if (s.metrics_fd >= 0)
-		close(s.metrics_fd);
-	for (int i = 0; i < GM_COUNT; i++)
-		close(s.maps[i].fd);
-	return ret;
+	stop(&s, cfg->socket_path);
+	return r ? -1 : 0;
 }
