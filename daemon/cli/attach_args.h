@@ -8,7 +8,8 @@
 #include <stdint.h>
 #include "mercury_abi.h"
 #include "cli_opts.h"
-#include "rate.h" /* parse_rate(), shared with mercury-ps */
+#include "rate.h"      /* parse_rate(), shared with mercury-ps */
+#include "band_plan.h" /* struct dscp_opt */
 
 struct attach_args {
 	const char *iface;
@@ -19,28 +20,13 @@ struct attach_args {
 	int default_band;	      /* -1: last band */
 	bool force;
 	bool help;
-	const char *from; /* --from FILE: attach what FILE lists instead */
-	struct dscp_opt {
-		int given;  /* 0: --dscp not given (keep / off), 1: given */
-		bool on;    /* --dscp off: false */
-		bool std;   /* --dscp default */
-		unsigned n; /* values listed, band by band */
-		uint8_t v[MERCURY_MAX_BANDS];
-	} dscp;
+	const char *from;     /* --from FILE: attach what FILE lists instead */
+	struct dscp_opt dscp; /* band_plan.h */
 };
-
-/* The DSCP map `--dscp default` gives band b: CS5, CS4, CS3, CS2 for bands 0..3, CS0 after. */
-uint8_t dscp_default_of_band(unsigned band);
 
 /* "off", "default", or a comma-separated list of DSCP values (0..63 or names: cs0..cs7,
  * af11..af43, ef, va, le, be), band 0 first. 0, or -EINVAL with a message in err. */
 int dscp_opt_parse(const char *s, struct dscp_opt *d, char *err, size_t errlen);
-
-/* The band -> DSCP map of d for nbands bands (a list shorter than nbands repeats its last
- * value; bands from nbands on get the last band's value). 0, or -EINVAL (err) when the list
- * names more values than there are bands. */
-int dscp_opt_fill(const struct dscp_opt *d, unsigned nbands, uint8_t out[MERCURY_MAX_BANDS],
-		  char *err, size_t errlen);
 
 /* The name of a DSCP value ("cs5", "af41", "ef"), or NULL for values without one. */
 const char *dscp_name(unsigned v);

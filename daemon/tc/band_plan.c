@@ -167,3 +167,29 @@ int band_plan(enum mercury_backend b, unsigned nbands, unsigned default_band, ui
 		cfg->skb_priority[band] = band_priority(b, major, nbands, default_band, band);
 	return 0;
 }
+
+uint8_t dscp_default_of_band(unsigned band)
+{
+	/* Class selectors every common default trust map ranks in this order; CS1 is left out
+	 * (scavenger, below best effort, in several vendors' defaults), CS6/CS7 are network
+	 * control's and EF is voice's (docs/switch-dscp.md). */
+	return band < 4 ? (uint8_t)((5 - band) << 3) : 0;
+}
+
+int dscp_opt_fill(const struct dscp_opt *d, unsigned nbands, uint8_t out[MERCURY_MAX_BANDS],
+		  char *err, size_t errlen)
+{
+	memset(out, 0, MERCURY_MAX_BANDS);
+	if (!d->on)
+		return 0;
+	if (!d->std && d->n > nbands) {
+		snprintf(err, errlen, "--dscp lists %u values for %u bands", d->n, nbands);
+		return -EINVAL;
+	}
+	for (unsigned b = 0; b < MERCURY_MAX_BANDS; b++) {
+		unsigned src = b < nbands ? b : nbands - 1;
+
+		out[b] = d->std ? dscp_default_of_band(src) : d->v[src < d->n ? src : d->n - 1];
+	}
+	return 0;
+}

@@ -80,4 +80,22 @@ unsigned band_plan_fit_bands(enum mercury_backend b, unsigned nbands, unsigned n
 int band_plan(enum mercury_backend b, unsigned nbands, unsigned default_band, uint32_t qdisc_handle,
 	      struct mercury_iface_cfg *cfg, char *err, size_t errlen);
 
+/* The DSCP export asked for (mercuryd attach --dscp): off, the default map, or a list. */
+struct dscp_opt {
+	int given;  /* 0: --dscp not given (keep / off), 1: given */
+	bool on;    /* --dscp off: false */
+	bool std;   /* --dscp default */
+	unsigned n; /* values listed, band by band */
+	uint8_t v[MERCURY_MAX_BANDS];
+};
+
+/* The DSCP map `--dscp default` gives band b: CS5, CS4, CS3, CS2 for bands 0..3, CS0 after. */
+uint8_t dscp_default_of_band(unsigned band);
+
+/* The band -> DSCP map of d for nbands bands (a list shorter than nbands repeats its last
+ * value; bands from nbands on get the last band's value). 0, or -EINVAL (err) when the list
+ * names more values than there are bands. */
+int dscp_opt_fill(const struct dscp_opt *d, unsigned nbands, uint8_t out[MERCURY_MAX_BANDS],
+		  char *err, size_t errlen);
+
 #endif
