@@ -14,6 +14,7 @@
 #include "log.h"
 #include "cli.h"
 #include "fastpath.h"
+#include "iface_attach.h"
 #include "iface_pins.h"
 #include "pins.h"
 

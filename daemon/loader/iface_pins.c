@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: BSD-2-Clause
-/* Reading and removing the pins of one attached interface. */
-#include <dirent.h>
+/* One attached interface's pins: its record, configuration, counters and health. */
 #include <net/if.h>
 #include <errno.h>
 #include <limits.h>
@@ -15,32 +14,6 @@
 #include "iface_pins.h"
 #include "pins.h"
 #include "qdisc.h"
-#include "tc_tree.h"
-
-/* Reads entry 0 of a pinned array whose value must be `size` bytes. A map of another size
- * (another layout) is -EPROTO and never copied: its value would not fit. */
-int pins_read_value(const char *root, const char *iface, const char *name, void *value, size_t size)
-{
-	struct bpf_map_info info = {};
-	__u32 len = sizeof(info);
-	char path[PATH_MAX];
-	__u32 key = 0;
-	int fd, r = 0;
-
-	if (pins_path(path, sizeof(path), root, iface, name))
-		return -ENAMETOOLONG;
-	fd = bpf_obj_get(path);
-	if (fd < 0)
-		return -errno;
-	if (bpf_obj_get_info_by_fd(fd, &info, &len))
-		r = -errno;
-	else if (info.value_size != size)
-		r = -EPROTO;
-	else if (bpf_map_lookup_elem(fd, &key, value))
-		r = -errno;
-	close(fd);
-	return r;
-}
 
 const char *iface_hook_name(uint32_t hook)
 {
@@ -167,121 +140,6 @@ void iface_unpin_all(const char *root, const char *iface)
 			unlink(path);
 	if (pins_path(path, sizeof(path), root, iface, NULL) == 0)
 		rmdir(path);
-}
-
-static int count_one(const char *iface, void *arg)
-{
-	(void)iface;
-	(*(int *)arg)++;
-	return 0;
-}
-
-bool pins_unused(const char *root)
-{
-	int n = 0;
-
-	return iface_for_each(root, count_one, &n) == 0 && n == 0;
-}
-
-void pins_remove_globals(const char *root)
-{
-	char path[PATH_MAX];
-
-	for (int i = 0; i < GM_COUNT; i++) {
-		pins_path(path, sizeof(path), root, NULL, global_maps[i].name);
-		unlink(path);
-	}
-	rmdir(root); /* fails harmlessly if something else lives there */
-}
-
-int iface_for_each(const char *root, int (*fn)(const char *iface, void *arg), void *arg)
-{
-	DIR *d = opendir(root);
-	struct dirent *e;
-	int r = 0;
-
-	if (!d)
-		return errno == ENOENT ? 0 : -errno;
-	while (r == 0 && (e = readdir(d))) {
-		char path[PATH_MAX];
-
-		if (e->d_type != DT_DIR || e->d_name[0] == '.')
-			continue;
-		if (pins_path(path, sizeof(path), root, e->d_name, PIN_STATE) || access(path, F_OK))
-			continue;
-		r = fn(e->d_name, arg);
-	}
-	closedir(d);
-	return r;
-}
-
-/*
- * Puts back the tree attach --force replaced. Replays over the kernel's default root, or over
- * the saved root's own handle (a replay cut short). If someone installed another root since,
- * theirs wins: 1 with err saying so.
- */
-static int restore_tree(const char *root, const char *iface, const struct mercury_attach_state *st,
-			char *err, size_t errlen)
-{
-	struct mercury_saved_tree *tree = malloc(sizeof(*tree));
-	int r;
-
-	if (!tree)
-		return -ENOMEM;
-	r = pins_read_value(root, iface, PIN_SAVED_TREE, tree, sizeof(*tree));
-	if (r) {
-		snprintf(err, errlen, "cannot read the saved qdisc tree (%s/%s/%s): %s", root,
-			 iface, PIN_SAVED_TREE, strerror(-r));
-	} else if (tree->len > sizeof(tree->msgs) || tree->len != st->saved_tree_len) {
-		snprintf(err, errlen,
-			 "the saved qdisc tree of %s is inconsistent (%u bytes, %u expected)",
-			 iface, tree->len, st->saved_tree_len);
-		r = -EPROTO;
-	} else {
-		r = tc_tree_replay((int)st->ifindex, tree->msgs, tree->len, err, errlen);
-	}
-	free(tree);
-	return r;
-}
-
-int iface_undo(const char *root, const char *iface, const struct mercury_attach_state *st,
-	       unsigned done, const struct tc_tree *tree, char *err, size_t errlen)
-{
-	struct tc_hook_result hook;
-	char link_pin[PATH_MAX];
-	int r = 0;
-
-	err[0] = '\0';
-	pins_path(link_pin, sizeof(link_pin), root, iface, PIN_LINK);
-	if (done & ATTACH_DID_HOOK) {
-		iface_state_hook(st, &hook);
-		r = tc_hook_detach((int)st->ifindex, &hook, link_pin, err, errlen);
-		if (r)
-			return r;
-	}
-	if (done & ATTACH_DID_QDISC) {
-		r = qdisc_remove((int)st->ifindex, st->qdisc_handle, err, errlen);
-		if (r && r != -ENOENT)
-			return r;
-		r = 0;
-		if (tree && tree->count)
-			r = tc_tree_replay((int)st->ifindex, tree->buf, tree->len, err, errlen);
-		else if (!tree && st->saved_tree_len)
-			r = restore_tree(root, iface, st, err, errlen);
-		if (r == -EBUSY)
-			r = 1;
-		if (r < 0)
-			return r; /* the pins stay: a second detach tries again */
-	}
-	if (done & ATTACH_DID_PINS)
-		iface_unpin_all(root, iface);
-	return r > 0 ? 1 : 0;
-}
-
-int iface_teardown(const char *root, const char *iface, const struct mercury_attach_state *st,
-		   char *err, size_t errlen)
-{
-	return iface_undo(root, iface, st, ATTACH_DID_ALL, NULL, err, errlen);
 }
 
 /* Health: are the pieces attach put in place still there? */

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /* The pin tree: bpffs mount, the lock that serialises mercuryd runs, the shared maps. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -270,5 +271,76 @@ int pins_global_maps(const char *root, int fds[GM_COUNT], char *err, size_t errl
 	r = 0;
 out:
 	classifier_bpf__destroy(skel);
+	return r;
+}
+
+/* Reads entry 0 of a pinned array whose value must be `size` bytes. A map of another size
+ * (another layout) is -EPROTO and never copied: its value would not fit. */
+int pins_read_value(const char *root, const char *iface, const char *name, void *value, size_t size)
+{
+	struct bpf_map_info info = {};
+	__u32 len = sizeof(info);
+	char path[PATH_MAX];
+	__u32 key = 0;
+	int fd, r = 0;
+
+	if (pins_path(path, sizeof(path), root, iface, name))
+		return -ENAMETOOLONG;
+	fd = bpf_obj_get(path);
+	if (fd < 0)
+		return -errno;
+	if (bpf_obj_get_info_by_fd(fd, &info, &len))
+		r = -errno;
+	else if (info.value_size != size)
+		r = -EPROTO;
+	else if (bpf_map_lookup_elem(fd, &key, value))
+		r = -errno;
+	close(fd);
+	return r;
+}
+
+static int count_one(const char *iface, void *arg)
+{
+	(void)iface;
+	(*(int *)arg)++;
+	return 0;
+}
+
+bool pins_unused(const char *root)
+{
+	int n = 0;
+
+	return iface_for_each(root, count_one, &n) == 0 && n == 0;
+}
+
+void pins_remove_globals(const char *root)
+{
+	char path[PATH_MAX];
+
+	for (int i = 0; i < GM_COUNT; i++) {
+		pins_path(path, sizeof(path), root, NULL, global_maps[i].name);
+		unlink(path);
+	}
+	rmdir(root); /* fails harmlessly if something else lives there */
+}
+
+int iface_for_each(const char *root, int (*fn)(const char *iface, void *arg), void *arg)
+{
+	DIR *d = opendir(root);
+	struct dirent *e;
+	int r = 0;
+
+	if (!d)
+		return errno == ENOENT ? 0 : -errno;
+	while (r == 0 && (e = readdir(d))) {
+		char path[PATH_MAX];
+
+		if (e->d_type != DT_DIR || e->d_name[0] == '.')
+			continue;
+		if (pins_path(path, sizeof(path), root, e->d_name, PIN_STATE) || access(path, F_OK))
+			continue;
+		r = fn(e->d_name, arg);
+	}
+	closedir(d);
 	return r;
 }

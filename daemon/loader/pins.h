@@ -3,6 +3,7 @@
 #ifndef MERCURY_PINS_H
 #define MERCURY_PINS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <linux/types.h>
 
@@ -11,8 +12,16 @@
  * attach_state map records it):
  *   <root>/sock_tags, sock_stats, jobs, job_ids   shared by all interfaces and the fast path
  *   <root>/fastpath/prog, link                  the tag fast path (fastpath.c)
- *   <root>/<iface>/prog, link (TCX only), cfg, stats, attach_state
+ *   <root>/<iface>/prog, link (TCX only), cfg, stats, attach_state, saved_tree
  */
+
+/* Names of the pins in <root>/<iface>/. */
+#define PIN_PROG       "prog"
+#define PIN_LINK       "link"
+#define PIN_CFG	       "cfg"
+#define PIN_STATS      "stats"
+#define PIN_STATE      "attach_state"
+#define PIN_SAVED_TREE "saved_tree"
 
 /* Mounts bpffs on /sys/fs/bpf if <root> is under it and nothing is mounted there, then
  * creates <root> and its missing parents (the nearest existing one must be on bpffs). */
@@ -51,5 +60,17 @@ void pins_close_globals(int fds[GM_COUNT]);
 
 /* "<root>/<iface>/<name>" into buf. */
 int pins_path(char *buf, size_t len, const char *root, const char *iface, const char *name);
+
+/* Entry 0 of the pinned array <root>[/<iface>]/<name> whose value must be `size` bytes; a map
+ * of another size (another layout) is -EPROTO and never copied. */
+int pins_read_value(const char *root, const char *iface, const char *name, void *value,
+		    size_t size);
+
+/* Calls fn for each attached interface (each directory holding an attach record). */
+int iface_for_each(const char *root, int (*fn)(const char *iface, void *arg), void *arg);
+/* Whether no interface is attached under root any more. */
+bool pins_unused(const char *root);
+/* Removes the shared maps' pins and the root directory (when nothing else lives there). */
+void pins_remove_globals(const char *root);
 
 #endif
