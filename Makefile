@@ -27,10 +27,12 @@ CLANG    ?= clang
 BPFTOOL  ?= bpftool
 PKGS     := libbpf libnl-route-3.0 json-c libsystemd
 
-# daemon/: cli/ (the verbs), tc/ (qdiscs, the hook, saved trees), loader/ (BPF objects,
-# pins, the fast path), service/ (serve: events, tags, job state, metrics).
-DAEMON_DIRS := cli tc loader service
-DAEMON_INC  := $(DAEMON_DIRS:%=-Idaemon/%)
+# daemon/: cli/ (the verbs), service/ (serve: events, tags, job state, metrics), loader/ (BPF
+# objects, pins, the attach transaction, the fast path), tc/ (qdiscs, the hook, saved trees),
+# each calling only the ones after it. A header of another folder is included by its folder
+# ("tc/qdisc.h"), one of the same folder plainly; tests/system/test_module_graph.sh checks
+# that no include runs up that order.
+DAEMON_INC  := -Idaemon
 WARN     := -Wall -Wextra -Werror
 CFLAGS   ?= -O2 -g
 # Error messages are snprintf-ed into fixed buffers on purpose: truncation is acceptable there.
@@ -61,7 +63,7 @@ KTEST_SRCS  := $(wildcard tests/kernel/test_*.c)
 KTEST_BINS  := $(KTEST_SRCS:tests/kernel/%.c=$(BUILD)/tests/%)
 LIB_SRCS    := $(wildcard lib/*.c)
 LIB_OBJS    := $(LIB_SRCS:%.c=$(BUILD)/%.pic.o)
-PS_SRCS     := $(filter-out ps/main.c,$(wildcard ps/*.c))
+PS_SRCS     := $(wildcard ps/*.c)
 PS_OBJS     := $(PS_SRCS:%.c=$(BUILD)/%.o)
 EXAMPLE_SRCS := $(wildcard examples/*.c)
 EXAMPLE_BINS := $(EXAMPLE_SRCS:examples/%.c=$(BUILD)/examples/%)
@@ -74,7 +76,7 @@ BENCH_BINS  := $(BENCH_SRCS:bench/%.c=$(BUILD)/bench/%)
 
 .PHONY: all deps test test-unit test-kernel test-integration test-vm test-systemd test-fresh test-asan fuzz bench demo format check-format clean vmlinux
 LIBS_OUT := $(if $(LIB_SRCS),$(BUILD)/libmercury.so $(BUILD)/libmercury.a)
-PS_OUT   := $(if $(wildcard ps/main.c),$(BUILD)/mercury-ps $(BUILD)/libmercury-ps.so $(BUILD)/libmercury-ps.a)
+PS_OUT   := $(if $(wildcard ps/cli/main.c),$(BUILD)/mercury-ps $(BUILD)/libmercury-ps.so $(BUILD)/libmercury-ps.a)
 all: $(BUILD)/mercuryd $(BPF_OBJS) $(LIBS_OUT) $(PS_OUT) $(UNIT_BINS) $(KTEST_BINS) $(BENCH_BINS) $(EXAMPLE_BINS)
 
 deps:
@@ -147,13 +149,13 @@ $(BUILD)/libmercury-ps.so: $(PS_PIC_OBJS) $(BUILD)/libmercury.so
 $(BUILD)/libmercury-ps.a: $(PS_OBJS) $(COMMON_OBJS)
 	rm -f $@ && ar rcs $@ $^
 
-# The command's own parts (ps/cli/: serve, JSON output) stay out of libmercury-ps.
+# The command's own parts (ps/cli/: main, serve, JSON output) stay out of libmercury-ps.
 PS_CLI_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(wildcard ps/cli/*.c))
 $(BUILD)/ps/cli/%.o: ps/cli/%.c $(wildcard ps/*.h ps/cli/*.h include/*.h common/*.h) | $(BUILD)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -Ips -c $< -o $@
 
-$(BUILD)/mercury-ps: $(BUILD)/ps/main.o $(PS_CLI_OBJS) $(PS_OBJS) $(COMMON_OBJS) $(BUILD)/libmercury.a
+$(BUILD)/mercury-ps: $(PS_CLI_OBJS) $(PS_OBJS) $(COMMON_OBJS) $(BUILD)/libmercury.a
 	$(CC) $(CFLAGS) -o $@ $^ $(or $(shell pkg-config --libs json-c 2>/dev/null),$(error pkg-config knows no json-c: run `make deps`)) -lpthread -lm
 
 $(BUILD)/examples/%: examples/%.c $(BUILD)/libmercury.a
@@ -200,7 +202,7 @@ FUZZ_RUNS ?= 10000000
 $(BUILD)/fuzz/fuzz_wire: fuzz/fuzz_wire.c daemon/service/wire_decode.c daemon/service/wire_decode.h include/mercury_wire.h
 	@mkdir -p $(@D)
 	$(CLANG) -g -O1 -std=c11 -D_GNU_SOURCE $(WARN) -fsanitize=fuzzer,address,undefined \
-		-Iinclude -Icommon -Idaemon/service fuzz/fuzz_wire.c daemon/service/wire_decode.c -o $@
+		-Iinclude -Icommon -Idaemon fuzz/fuzz_wire.c daemon/service/wire_decode.c -o $@
 
 fuzz: $(BUILD)/fuzz/fuzz_wire
 	mkdir -p $(BUILD)/fuzz/corpus && cp fuzz/corpus/* $(BUILD)/fuzz/corpus/

@@ -4,7 +4,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "wire_decode.h"
+#include "service/wire_decode.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -9,11 +9,11 @@
 
 #include "attach_args.h"
 #include "attach_from.h"
-#include "band_plan.h"
+#include "tc/band_plan.h"
 #include "cli.h"
-#include "iface_attach.h"
-#include "iface_pins.h"
-#include "pins.h"
+#include "loader/iface_attach.h"
+#include "loader/iface_pins.h"
+#include "loader/pins.h"
 
 static void print_attached(const struct cli_ctx *ctx, const char *iface,
 			   const struct mercury_attach_state *st, const char *how, const char *warn,

@@ -8,7 +8,7 @@
 #include <strings.h>
 
 #include "attach_args.h"
-#include "band_plan.h"
+#include "tc/band_plan.h"
 
 static const struct cli_opt attach_opts[] = {
     {"qdisc", 'q', "auto|mqprio|prio|ets|htb|tbf",

@@ -8,8 +8,8 @@
 #include <stdint.h>
 #include "mercury_abi.h"
 #include "cli_opts.h"
-#include "rate.h"      /* parse_rate(), shared with mercury-ps */
-#include "band_plan.h" /* struct dscp_opt */
+#include "rate.h"	  /* parse_rate(), shared with mercury-ps */
+#include "tc/band_plan.h" /* struct dscp_opt */
 
 struct attach_args {
 	const char *iface;

@@ -13,10 +13,10 @@
 
 #include "log.h"
 #include "cli.h"
-#include "fastpath.h"
-#include "iface_attach.h"
-#include "iface_pins.h"
-#include "pins.h"
+#include "loader/fastpath.h"
+#include "loader/iface_attach.h"
+#include "loader/iface_pins.h"
+#include "loader/pins.h"
 
 static const struct cli_opt detach_opts[] = {
     {"all", 'a', NULL,

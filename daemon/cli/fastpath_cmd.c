@@ -8,9 +8,9 @@
 #include <json-c/json.h>
 
 #include "cli.h"
-#include "fastpath.h"
-#include "iface_pins.h"
-#include "pins.h"
+#include "loader/fastpath.h"
+#include "loader/iface_pins.h"
+#include "loader/pins.h"
 
 static const struct cli_opt fastpath_opts[] = {
     {"cgroup", 'c', "PATH",

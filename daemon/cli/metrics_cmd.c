@@ -4,7 +4,7 @@
 #include <stdio.h>
 
 #include "cli.h"
-#include "metrics.h"
+#include "service/metrics.h"
 
 static const struct cli_opt metrics_opts[] = {
     {"textfile", 't', "DIR",

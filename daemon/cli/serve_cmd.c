@@ -6,7 +6,7 @@
 
 #include "cli.h"
 #include "mercury.h" /* MERCURY_DEFAULT_SOCKET: the socket path clients use */
-#include "serve.h"
+#include "service/serve.h"
 
 static const struct cli_opt serve_opts[] = {
     {"socket", 's', "PATH", "where to listen ($MERCURY_SOCKET also sets it)"},

@@ -8,13 +8,13 @@
 #include <unistd.h>
 #include <json-c/json.h>
 
-#include "band_plan.h"
+#include "tc/band_plan.h"
 #include "cli.h"
-#include "fastpath.h"
-#include "iface_pins.h"
-#include "pins.h"
-#include "qdisc.h"
-#include "tagged_sockets.h"
+#include "loader/fastpath.h"
+#include "loader/iface_pins.h"
+#include "loader/pins.h"
+#include "tc/qdisc.h"
+#include "service/tagged_sockets.h"
 #include <bpf/bpf.h>
 
 struct status_walk {

@@ -13,10 +13,10 @@
 
 #include "attach_args.h"
 #include "cli.h"
-#include "iface_pins.h"
+#include "loader/iface_pins.h"
 #include "job_level.h"
-#include "pins.h"
-#include "tag_store.h"
+#include "loader/pins.h"
+#include "service/tag_store.h"
 
 #ifndef SO_COOKIE
 #define SO_COOKIE 57

@@ -19,8 +19,8 @@
 #include "iface_attach.h"
 #include "iface_pins.h"
 #include "pins.h"
-#include "qdisc.h"
-#include "tc_hook.h"
+#include "tc/qdisc.h"
+#include "tc/tc_hook.h"
 #include "classifier.skel.h"
 
 /* ---- plan ---- */

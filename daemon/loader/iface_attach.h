@@ -13,8 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "mercury_abi.h"
-#include "band_plan.h"
-#include "tc_tree.h"
+#include "tc/band_plan.h"
+#include "tc/tc_tree.h"
 
 /* What was asked: unset fields take the defaults (and match any existing attach). */
 struct attach_request {

@@ -13,7 +13,7 @@
 
 #include "iface_pins.h"
 #include "pins.h"
-#include "qdisc.h"
+#include "tc/qdisc.h"
 
 const char *iface_hook_name(uint32_t hook)
 {

@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include "mercury_abi.h"
 #include "pins.h"
-#include "tc_hook.h"
+#include "tc/tc_hook.h"
 
 /* Names as status and metrics print them: "tcx", "clsact", "none"; "tagged", "untagged" ... */
 const char *iface_hook_name(uint32_t hook);

@@ -9,7 +9,7 @@
 #include <bpf/bpf.h>
 
 #include "map_sync.h"
-#include "pins.h"
+#include "loader/pins.h"
 
 int pinned_map_track(const char *root, struct pinned_map *m, int fd)
 {

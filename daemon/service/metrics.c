@@ -7,10 +7,10 @@
 #include <unistd.h>
 #include <bpf/bpf.h>
 
-#include "band_plan.h"
-#include "iface_pins.h"
+#include "tc/band_plan.h"
+#include "loader/iface_pins.h"
 #include "metrics.h"
-#include "pins.h"
+#include "loader/pins.h"
 #include "tagged_sockets.h"
 
 /* Upper bounds (seconds) of the request latency buckets; +Inf follows. */

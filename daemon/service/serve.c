@@ -27,10 +27,10 @@
 
 #include "log.h"
 #include "event_service.h"
-#include "iface_pins.h"
+#include "loader/iface_pins.h"
 #include "map_sync.h"
 #include "metrics.h"
-#include "pins.h"
+#include "loader/pins.h"
 #include "serve.h"
 
 #define SERVE_MAX_CLIENTS 256

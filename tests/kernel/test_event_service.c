@@ -20,10 +20,10 @@
 #include <bpf/bpf.h>
 #include <cmocka.h>
 
-#include "event_service.h"
+#include "service/event_service.h"
 #include "../tcp_pair.h"
-#include "pins.h"
-#include "tag_store.h"
+#include "loader/pins.h"
+#include "service/tag_store.h"
 #include "job_level.h"
 
 static char pin_root[64];

@@ -31,11 +31,11 @@
 #include <bpf/libbpf.h>
 #include <cmocka.h>
 
-#include "event_service.h"
-#include "fastpath.h"
+#include "service/event_service.h"
+#include "loader/fastpath.h"
 #include "job_level.h"
-#include "pins.h"
-#include "tag_store.h"
+#include "loader/pins.h"
+#include "service/tag_store.h"
 #include "classifier.skel.h"
 #include "../loopback.h"
 #include "../tcp_pair.h"

@@ -25,9 +25,9 @@
 
 #include <cmocka.h>
 
-#include "band_plan.h"
-#include "qdisc.h"
-#include "tc_tree.h"
+#include "tc/band_plan.h"
+#include "tc/qdisc.h"
+#include "tc/tc_tree.h"
 
 #define TIME_LIMIT_S 120
 #define RATE	     25000000ull /* 200 Mbit/s in bytes/s */

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "attach_args.h"
+#include "cli/attach_args.h"
 
 #define ARGV(...)                                                                                  \
 	(char *[])                                                                                 \

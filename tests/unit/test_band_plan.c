@@ -9,7 +9,7 @@
 
 #include <cmocka.h>
 
-#include "band_plan.h"
+#include "tc/band_plan.h"
 
 static const enum mercury_backend all[] = {MERCURY_BACKEND_MQPRIO, MERCURY_BACKEND_PRIO,
 					   MERCURY_BACKEND_ETS, MERCURY_BACKEND_HTB,

@@ -20,7 +20,7 @@
 #include <cmocka.h>
 
 #include "mercury.h"
-#include "wire_decode.h"
+#include "service/wire_decode.h"
 
 static char sock_path[108];
 static int listen_fd = -1;

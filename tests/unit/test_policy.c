@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "policy.h"
+#include "service/policy.h"
 #include "mercury_groups.h"
 
 static uint32_t level_of(struct policy *p, uint32_t job, uint32_t layer, uint64_t iter)

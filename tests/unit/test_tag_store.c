@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "tag_store.h"
+#include "service/tag_store.h"
 
 /* Index of the range holding offset, or -1: what a classifier lookup would find. */
 static int tags_find(const struct mercury_sock_tags *tags, uint64_t offset)

@@ -9,8 +9,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "event_service.h"
-#include "wire_decode.h"
+#include "service/event_service.h"
+#include "service/wire_decode.h"
 
 static void hdr(struct mw_hdr *h, uint16_t type, size_t len, uint32_t seq)
 {
