@@ -3,9 +3,34 @@
 # No two files of daemon/, ps/ or common/ call each other, directly or around a circle: each
 # layer (tc netlink context -> backends -> install; node primitives -> server, worker, drain
 # -> node setup) only calls down. Read from the built objects' symbol tables.
+# The same for the #include lines (no circle between modules; daemon/: cli > service > loader
+# > tc, ps/: cli > ps, and include/, common/ below both: no include runs up), then the
+# include check is shown to fail on a copy of the tree with one include turned upward and
+# one circle added.
 set -uo pipefail
 root=${MERCURY_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 build=${MERCURY_BUILD:-$root/build}
 [ -d "$build/daemon/tc" ] && [ -d "$build/ps" ] || { echo "SKIP: objects not built (make)"; exit 77; }
 command -v nm >/dev/null || { echo "SKIP: no nm"; exit 77; }
-/usr/bin/python3 "$root/tests/system/module_graph.py" "$build" daemon/cli daemon/tc daemon/loader daemon/service ps common
+graph="$root/tests/system/module_graph.py"
+fail=0
+/usr/bin/python3 "$graph" "$build" daemon/cli daemon/tc daemon/loader daemon/service ps common || fail=1
+/usr/bin/python3 "$graph" --includes "$root" || fail=1
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/module_graph.$$.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+for d in include common daemon ps; do cp -r "$root/$d" "$tmp/"; done
+# An include from tc/ (lowest) up to cli/, and a circle: band_plan.h <-> qdisc.h.
+echo '#include "cli/cli.h"' >>"$tmp/daemon/tc/qdisc_ctx.c"
+echo '#include "qdisc.h"' >>"$tmp/daemon/tc/band_plan.h"
+echo '#include "band_plan.h"' >>"$tmp/daemon/tc/qdisc.h"
+out=$(/usr/bin/python3 "$graph" --includes "$tmp")
+if [ $? -ne 1 ] || ! grep -q 'upward include: daemon/tc/qdisc_ctx.c includes daemon/cli/cli.h' <<<"$out" ||
+	! grep -q 'cycle: .*daemon/tc/band_plan <-> .*daemon/tc/qdisc' <<<"$out"; then
+	echo "FAIL: the include check missed an upward include or a circle:"
+	echo "$out"
+	fail=1
+else
+	echo "ok: the include check fails on an upward include and on a circle"
+fi
+exit $fail
