@@ -88,6 +88,9 @@ vmlinux:
 $(BUILD)/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h common/*.h) include/mercury_abi.h include/mercury_groups.h | $(BUILD)
 	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 
+# The test variant includes the production program and swaps only its socket view.
+$(BUILD)/classifier_test.bpf.o: bpf/classifier.bpf.c
+
 $(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
 	$(BPFTOOL) gen skeleton $< > $@.tmp && mv $@.tmp $@
 

@@ -25,7 +25,7 @@
 
 #include "mercury_abi.h"
 #include "job_level.h"
-#include "../bpf/classify.h"
+#include "classifier_test_view.h"
 #include "classifier.skel.h"
 #include "classifier_test.skel.h"
 #include "noop.skel.h"

@@ -15,6 +15,15 @@
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /*
+ * The socket view. classifier_test.bpf.c includes this file with its own (MERCURY_SOCK_VIEW:
+ * from maps, as BPF_PROG_TEST_RUN has no real socket) and its own program name; the rest is
+ * this program.
+ */
+#ifndef MERCURY_SOCK_VIEW
+#define MERCURY_SOCK_VIEW(skb, v) sock_view_from_skb(skb, v)
+#define MERCURY_EGRESS		  mercury_egress
+
+/*
  * The socket view from skb->sk. bpf_tcp_sock() returns NULL unless sk is a full TCP socket
  * (it does the bpf_sk_fullsock() check itself), which saves a helper call per packet.
  */
@@ -56,9 +65,10 @@ static __always_inline bool mercury_sock_queued(struct __sk_buff *skb,
 	others = (__s64)ts->inet_conn.icsk_inet.sk.sk_wmem_alloc.refs.counter - 1 - skb->len;
 	return others > MERCURY_SKB_HEAD_MAX;
 }
+#endif /* MERCURY_SOCK_VIEW */
 
 SEC("tc")
-int mercury_egress(struct __sk_buff *skb)
+int MERCURY_EGRESS(struct __sk_buff *skb)
 {
 	struct mercury_sock_view view = {};
 	struct mercury_classify_ctx c;
@@ -66,6 +76,6 @@ int mercury_egress(struct __sk_buff *skb)
 	if (!mercury_begin(skb, &c))
 		return TC_ACT_UNSPEC;
 	if (c.outcome == MERCURY_NEEDS_SOCK)
-		sock_view_from_skb(skb, &view);
+		MERCURY_SOCK_VIEW(skb, &view);
 	return mercury_finish(skb, &c, &view);
 }

@@ -2,11 +2,10 @@
 /*
  * Test variant of classifier.bpf.c for BPF_PROG_TEST_RUN. There skb->sk is a dummy socket
  * (a fresh cookie per run, no TCP state, bpf_sk_storage_get() always NULL), so the real
- * socket path cannot be fed. This program is the production one except for the source of
- * the socket view: it reads snd_una, bytes_acked and the tags from the "test_view" and
- * "test_tags" maps, and counts per-socket bytes in "test_sock_stats" instead of the
- * socket-local "sock_stats". Parsing, search, band mapping and counters are the same code
- * (classify.h).
+ * socket path cannot be fed. This program is the production one, included below, except for
+ * the source of the socket view: it reads snd_una, bytes_acked and the tags from the
+ * "test_view" and "test_tags" maps, and counts per-socket bytes in "test_sock_stats" instead
+ * of the socket-local "sock_stats".
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -14,8 +13,6 @@
 #include "mercury_abi.h"
 #include "job_level.h"
 #include "classify.h"
-
-char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -38,6 +35,7 @@ struct {
 	__type(value, struct mercury_sock_stats);
 } test_sock_stats SEC(".maps");
 
+/* The socket as the test_view map describes it. */
 static __always_inline void sock_view_from_maps(struct mercury_sock_view *v)
 {
 	const struct mercury_test_view *tv;
@@ -64,15 +62,6 @@ static __always_inline bool mercury_sock_queued(struct __sk_buff *skb,
 	return v->test_queued;
 }
 
-SEC("tc")
-int mercury_egress_test(struct __sk_buff *skb)
-{
-	struct mercury_sock_view view = {};
-	struct mercury_classify_ctx c;
-
-	if (!mercury_begin(skb, &c))
-		return TC_ACT_UNSPEC;
-	if (c.outcome == MERCURY_NEEDS_SOCK)
-		sock_view_from_maps(&view);
-	return mercury_finish(skb, &c, &view);
-}
+#define MERCURY_SOCK_VIEW(skb, v) sock_view_from_maps(v)
+#define MERCURY_EGRESS		  mercury_egress_test
+#include "classifier.bpf.c"

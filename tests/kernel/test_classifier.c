@@ -38,7 +38,7 @@
 #include <cmocka.h>
 
 #include "mercury_abi.h"
-#include "../../bpf/classify.h"
+#include "classifier_test_view.h"
 #include "../loopback.h"
 #include "../tcp_pair.h"
 #include "classifier.skel.h"
