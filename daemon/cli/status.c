@@ -32,6 +32,92 @@ static struct json_object *counter_json(const struct mercury_counter *c)
 	return o;
 }
 
+/* One interface as JSON: its record, configuration and counters. */
+static struct json_object *status_json(const char *root, const char *iface, const char *dir,
+				       const struct mercury_attach_state *st,
+				       const struct mercury_iface_cfg *cfg,
+				       const struct mercury_stats *sum)
+{
+	struct json_object *o = json_object_new_object(), *bands = json_object_new_array(),
+			   *outs = json_object_new_object();
+
+	json_object_object_add(o, "iface", json_object_new_string(iface));
+	json_object_object_add(o, "ifindex", json_object_new_int((int)st->ifindex));
+	json_object_object_add(o, "health", json_object_new_string(iface_health(root, iface, st)));
+	json_object_object_add(o, "backend", json_object_new_string(backend_name(st->backend)));
+	json_object_object_add(o, "bands", json_object_new_int((int)st->nbands));
+	json_object_object_add(o, "default_band", json_object_new_int((int)st->default_band));
+	json_object_object_add(o, "rate_bps", json_object_new_int64((int64_t)st->rate_bps));
+	json_object_object_add(o, "hook", json_object_new_string(iface_hook_name(st->hook)));
+	json_object_object_add(o, "qdisc_handle", json_object_new_int64(st->qdisc_handle >> 16));
+	json_object_object_add(o, "mqprio_hw", json_object_new_boolean(st->mqprio_hw));
+	json_object_object_add(o, "replaced_root_saved",
+			       json_object_new_boolean(st->saved_tree_len > 0));
+	json_object_object_add(o, "attached_at_ns",
+			       json_object_new_int64((int64_t)st->attached_at_ns));
+	json_object_object_add(o, "pins", json_object_new_string(dir));
+	for (unsigned b = 0; b < st->nbands && b < MERCURY_MAX_BANDS; b++) {
+		struct json_object *c = counter_json(&sum->band[b]);
+
+		json_object_object_add(c, "band", json_object_new_int((int)b));
+		json_object_object_add(c, "skb_priority",
+				       json_object_new_int64(cfg->skb_priority[b]));
+		json_object_array_add(bands, c);
+	}
+	json_object_object_add(o, "per_band", bands);
+	for (int i = 0; i < MERCURY_OUT_MAX; i++)
+		json_object_object_add(outs, iface_outcome_name(i), counter_json(&sum->outcome[i]));
+	json_object_object_add(o, "outcomes", outs);
+	/* packets held in their socket's previous band to keep its stream in order */
+	json_object_object_add(o, "order_kept", counter_json(&sum->order_kept));
+	/* rises let through by the guard's bound, and the bound */
+	json_object_object_add(o, "order_released", counter_json(&sum->order_released));
+	json_object_object_add(o, "order_guard_us",
+			       json_object_new_int64((int64_t)cfg->order_guard_us));
+	/* the band -> DSCP map the classifier reads (null: off), and what it marked */
+	json_object_object_add(o, "dscp", dscp_json(cfg->dscp_on, cfg->dscp, st->nbands));
+	json_object_object_add(o, "dscp_marked", counter_json(&sum->dscp_marked));
+	return o;
+}
+
+/* The same as text. */
+static void status_text(const char *root, const char *iface, const char *dir,
+			const struct mercury_attach_state *st, const struct mercury_iface_cfg *cfg,
+			const struct mercury_stats *sum)
+{
+	printf("%s: %s, %s root %x:, %u bands, untagged -> band %u, hook %s", iface,
+	       iface_health(root, iface, st), backend_name(st->backend), st->qdisc_handle >> 16,
+	       st->nbands, st->default_band, iface_hook_name(st->hook));
+	if (st->rate_bps)
+		printf(", rate %.0f Mbit/s", st->rate_bps * 8 / 1e6);
+	printf("\n  pins: %s\n  band  skb_priority      packets          bytes\n", dir);
+	for (unsigned b = 0; b < st->nbands && b < MERCURY_MAX_BANDS; b++)
+		printf("  %4u  0x%08x  %12llu  %14llu\n", b, cfg->skb_priority[b],
+		       (unsigned long long)sum->band[b].packets,
+		       (unsigned long long)sum->band[b].bytes);
+	printf("  outcome           packets          bytes\n");
+	for (int i = 0; i < MERCURY_OUT_MAX; i++)
+		printf("  %-10s  %12llu  %14llu\n", iface_outcome_name(i),
+		       (unsigned long long)sum->outcome[i].packets,
+		       (unsigned long long)sum->outcome[i].bytes);
+	printf("  kept in their socket's previous band (stream order): %llu packets, %llu bytes\n",
+	       (unsigned long long)sum->order_kept.packets,
+	       (unsigned long long)sum->order_kept.bytes);
+	printf("  moved up past the order guard's bound (%.1f ms): %llu packets\n",
+	       cfg->order_guard_us / 1000.0, (unsigned long long)sum->order_released.packets);
+	{
+		char map[256];
+
+		dscp_text(cfg->dscp_on, cfg->dscp, st->nbands, map, sizeof(map));
+		printf("  dscp of tagged packets: %s", map);
+		if (cfg->dscp_on)
+			printf("; marked %llu packets, %llu bytes",
+			       (unsigned long long)sum->dscp_marked.packets,
+			       (unsigned long long)sum->dscp_marked.bytes);
+		printf("\n");
+	}
+}
+
 static int show_one(const char *iface, void *arg)
 {
 	struct status_walk *w = arg;
@@ -39,7 +125,6 @@ static int show_one(const char *iface, void *arg)
 	struct mercury_attach_state st;
 	struct mercury_iface_cfg cfg;
 	struct mercury_stats sum;
-	const char *hook;
 	char dir[PATH_MAX];
 	int r;
 
@@ -50,87 +135,11 @@ static int show_one(const char *iface, void *arg)
 		return r;
 	}
 	w->n++;
-	hook = iface_hook_name(st.hook);
 	pins_path(dir, sizeof(dir), root, iface, NULL);
-	if (w->ctx->json) {
-		struct json_object *o = json_object_new_object(), *bands = json_object_new_array(),
-				   *outs = json_object_new_object();
-
-		json_object_object_add(o, "iface", json_object_new_string(iface));
-		json_object_object_add(o, "ifindex", json_object_new_int((int)st.ifindex));
-		json_object_object_add(o, "health",
-				       json_object_new_string(iface_health(root, iface, &st)));
-		json_object_object_add(o, "backend",
-				       json_object_new_string(backend_name(st.backend)));
-		json_object_object_add(o, "bands", json_object_new_int((int)st.nbands));
-		json_object_object_add(o, "default_band",
-				       json_object_new_int((int)st.default_band));
-		json_object_object_add(o, "rate_bps", json_object_new_int64((int64_t)st.rate_bps));
-		json_object_object_add(o, "hook", json_object_new_string(hook));
-		json_object_object_add(o, "qdisc_handle",
-				       json_object_new_int64(st.qdisc_handle >> 16));
-		json_object_object_add(o, "mqprio_hw", json_object_new_boolean(st.mqprio_hw));
-		json_object_object_add(o, "replaced_root_saved",
-				       json_object_new_boolean(st.saved_tree_len > 0));
-		json_object_object_add(o, "attached_at_ns",
-				       json_object_new_int64((int64_t)st.attached_at_ns));
-		json_object_object_add(o, "pins", json_object_new_string(dir));
-		for (unsigned b = 0; b < st.nbands && b < MERCURY_MAX_BANDS; b++) {
-			struct json_object *c = counter_json(&sum.band[b]);
-
-			json_object_object_add(c, "band", json_object_new_int((int)b));
-			json_object_object_add(c, "skb_priority",
-					       json_object_new_int64(cfg.skb_priority[b]));
-			json_object_array_add(bands, c);
-		}
-		json_object_object_add(o, "per_band", bands);
-		for (int i = 0; i < MERCURY_OUT_MAX; i++)
-			json_object_object_add(outs, iface_outcome_name(i),
-					       counter_json(&sum.outcome[i]));
-		json_object_object_add(o, "outcomes", outs);
-		/* packets held in their socket's previous band to keep its stream in order */
-		json_object_object_add(o, "order_kept", counter_json(&sum.order_kept));
-		/* rises let through by the guard's bound, and the bound */
-		json_object_object_add(o, "order_released", counter_json(&sum.order_released));
-		json_object_object_add(o, "order_guard_us",
-				       json_object_new_int64((int64_t)cfg.order_guard_us));
-		/* the band -> DSCP map the classifier reads (null: off), and what it marked */
-		json_object_object_add(o, "dscp", dscp_json(cfg.dscp_on, cfg.dscp, st.nbands));
-		json_object_object_add(o, "dscp_marked", counter_json(&sum.dscp_marked));
-		json_object_array_add(w->list, o);
-		return 0;
-	}
-	printf("%s: %s, %s root %x:, %u bands, untagged -> band %u, hook %s", iface,
-	       iface_health(root, iface, &st), backend_name(st.backend), st.qdisc_handle >> 16,
-	       st.nbands, st.default_band, hook);
-	if (st.rate_bps)
-		printf(", rate %.0f Mbit/s", st.rate_bps * 8 / 1e6);
-	printf("\n  pins: %s\n  band  skb_priority      packets          bytes\n", dir);
-	for (unsigned b = 0; b < st.nbands && b < MERCURY_MAX_BANDS; b++)
-		printf("  %4u  0x%08x  %12llu  %14llu\n", b, cfg.skb_priority[b],
-		       (unsigned long long)sum.band[b].packets,
-		       (unsigned long long)sum.band[b].bytes);
-	printf("  outcome           packets          bytes\n");
-	for (int i = 0; i < MERCURY_OUT_MAX; i++)
-		printf("  %-10s  %12llu  %14llu\n", iface_outcome_name(i),
-		       (unsigned long long)sum.outcome[i].packets,
-		       (unsigned long long)sum.outcome[i].bytes);
-	printf("  kept in their socket's previous band (stream order): %llu packets, %llu bytes\n",
-	       (unsigned long long)sum.order_kept.packets,
-	       (unsigned long long)sum.order_kept.bytes);
-	printf("  moved up past the order guard's bound (%.1f ms): %llu packets\n",
-	       cfg.order_guard_us / 1000.0, (unsigned long long)sum.order_released.packets);
-	{
-		char map[256];
-
-		dscp_text(cfg.dscp_on, cfg.dscp, st.nbands, map, sizeof(map));
-		printf("  dscp of tagged packets: %s", map);
-		if (cfg.dscp_on)
-			printf("; marked %llu packets, %llu bytes",
-			       (unsigned long long)sum.dscp_marked.packets,
-			       (unsigned long long)sum.dscp_marked.bytes);
-		printf("\n");
-	}
+	if (w->ctx->json)
+		json_object_array_add(w->list, status_json(root, iface, dir, &st, &cfg, &sum));
+	else
+		status_text(root, iface, dir, &st, &cfg, &sum);
 	return 0;
 }
 

@@ -319,19 +319,375 @@ static int run_ideal(const struct ps_config *c, const struct ps_profile *p, doub
 	return 0;
 }
 
+enum { OPT_TAKEN = -1, OPT_NOT_MINE = -2, OPT_USAGE = 2 };
+
+/* What the command line says besides struct ps_config. */
+struct cmdline {
+	const char *cmd, *profile, *layers;
+	char hosts[1024];
+	uint64_t rate, uplink; /* bytes per second */
+	double op_cost_us;
+	int jobs;
+	bool exit_with_parent;
+};
+
+/* The cluster and its transport: nodes, hosts, connections, placement, bands. */
+static int net_opt(int o, struct ps_config *c, struct cmdline *m)
+{
+	long v;
+
+	switch (o) {
+	case 'n':
+		if (!opt_long("nodes", optarg, 1, PS_MAX_NODES, &v))
+			return OPT_USAGE;
+		c->nodes = (int)v;
+		return OPT_TAKEN;
+	case 'r':
+		if (!opt_long("rank", optarg, 0, PS_MAX_NODES - 1, &v))
+			return OPT_USAGE;
+		c->rank = (int)v;
+		return OPT_TAKEN;
+	case 'H':
+		snprintf(m->hosts, sizeof(m->hosts), "%s", optarg);
+		return OPT_TAKEN;
+	case 'P':
+		if (!opt_long("port", optarg, 1, 65535, &v))
+			return OPT_USAGE;
+		c->port = (uint16_t)v;
+		return OPT_TAKEN;
+	case 'k':
+		if (!opt_long("conns", optarg, 1, PS_MAX_CONNS, &v))
+			return OPT_USAGE;
+		c->conns = (int)v;
+		return OPT_TAKEN;
+	case 'F': /* 0: the kernel's autotuning */
+		if (!opt_long("rcvbuf", optarg, 0, 64L << 20, &v))
+			return OPT_USAGE;
+		c->rcvbuf = (int)v;
+		return OPT_TAKEN;
+	case 'B':
+		if (!opt_long("bands", optarg, 2, MERCURY_MAX_LEVELS, &v))
+			return OPT_USAGE;
+		c->tag_levels = (int)v;
+		return OPT_TAKEN;
+	case 'c':
+		if (!opt_u64("chunk", optarg, 1, UINT32_MAX, &c->chunk))
+			return OPT_USAGE;
+		return OPT_TAKEN;
+	case 'x':
+		if (!opt_u64("part", optarg, 1, UINT64_MAX, &c->part))
+			return OPT_USAGE;
+		return OPT_TAKEN;
+	case 'C':
+		if (!opt_u64("credit", optarg, 1, UINT64_MAX, &c->credit))
+			return OPT_USAGE;
+		return OPT_TAKEN;
+	case 'b':
+		if (!opt_u64("bound", optarg, 0, UINT64_MAX, &c->bound))
+			return OPT_USAGE;
+		return OPT_TAKEN;
+	case 'a':
+		c->split_all = true;
+		return OPT_TAKEN;
+	case 'G':
+		if (strcmp(optarg, "hash") && strcmp(optarg, "balanced")) {
+			fprintf(stderr,
+				"mercury-ps: unknown placement '%s': use hash or balanced\n",
+				optarg);
+			return OPT_USAGE;
+		}
+		c->balanced = !strcmp(optarg, "balanced");
+		return OPT_TAKEN;
+	default:
+		return OPT_NOT_MINE;
+	}
+}
+
+/* The run: profile, mode, scale, length, rates, output. */
+static int run_opt(int o, struct ps_config *c, struct cmdline *m)
+{
+	long v;
+
+	switch (o) {
+	case 'p':
+		m->profile = optarg;
+		return OPT_TAKEN;
+	case 'm':
+		if (ps_mode_from_name(optarg, &c->mode)) {
+			fprintf(stderr,
+				"mercury-ps: unknown mode '%s': use fifo, partition "
+				"or mercury\n",
+				optarg);
+			return OPT_USAGE;
+		}
+		return OPT_TAKEN;
+	case 's':
+		if (!opt_u64("shrink", optarg, 1, UINT32_MAX, &c->shrink))
+			return OPT_USAGE;
+		return OPT_TAKEN;
+	case 't':
+		if (!opt_double("time-scale", optarg, 1e-6, 1e6, &c->time_scale))
+			return OPT_USAGE;
+		return OPT_TAKEN;
+	case 'i':
+		if (!opt_long("iters", optarg, 1, 1000000, &v))
+			return OPT_USAGE;
+		c->iters = (int)v;
+		return OPT_TAKEN;
+	case 'w':
+		if (!opt_long("warmup", optarg, 0, 1000000, &v))
+			return OPT_USAGE;
+		c->warmup = (int)v;
+		return OPT_TAKEN;
+	case 'v':
+		c->verify = true;
+		return OPT_TAKEN;
+	case 'T':
+		if (!opt_double("timeout", optarg, 0.001, 1e6, &c->timeout_s))
+			return OPT_USAGE;
+		return OPT_TAKEN;
+	case 'l':
+		c->timeline = optarg;
+		return OPT_TAKEN;
+	case 'U':
+		if (parse_rate(optarg, &m->uplink)) {
+			fprintf(stderr, "mercury-ps: bad --uplink '%s': use e.g. 800mbit\n",
+				optarg);
+			return OPT_USAGE;
+		}
+		return OPT_TAKEN;
+	case 'R':
+		if (parse_rate(optarg, &m->rate)) {
+			fprintf(stderr, "mercury-ps: bad rate '%s': use e.g. 400mbit\n", optarg);
+			return OPT_USAGE;
+		}
+		return OPT_TAKEN;
+	default:
+		return OPT_NOT_MINE;
+	}
+}
+
+/* Faults, the job, the role and how the process lives. */
+static int job_opt(int o, struct ps_config *c, struct cmdline *m)
+{
+	long v;
+	uint64_t u;
+
+	switch (o) {
+	case 'S':
+		if (!opt_long("slow-rank", optarg, -1, PS_MAX_NODES - 1, &v))
+			return OPT_USAGE;
+		c->slow_rank = (int)v;
+		return OPT_TAKEN;
+	case 'D':
+		if (!opt_double("slow-s", optarg, 0, 3600, &c->slow_s))
+			return OPT_USAGE;
+		return OPT_TAKEN;
+	case 'X':
+		if (!opt_long("die-rank", optarg, -1, PS_MAX_NODES - 1, &v))
+			return OPT_USAGE;
+		c->die_rank = (int)v;
+		return OPT_TAKEN;
+	case 'Q':
+		if (!opt_u64("sock-prio", optarg, 0, UINT32_MAX, &u))
+			return OPT_USAGE;
+		c->sock_prio = (uint32_t)u;
+		return OPT_TAKEN;
+	case 'W':
+		c->write_ahead = true;
+		return OPT_TAKEN;
+	case 'M':
+		c->local_direct = true;
+		return OPT_TAKEN;
+	case 'O':
+		if (!opt_double("op-cost", optarg, 0, 1e7, &m->op_cost_us))
+			return OPT_USAGE;
+		return OPT_TAKEN;
+	case 'E':
+		c->role = PS_ROLE_WORKER;
+		return OPT_TAKEN;
+	case 'L':
+		m->layers = optarg;
+		return OPT_TAKEN;
+	case 'Z':
+		m->exit_with_parent = true;
+		return OPT_TAKEN;
+	case 'J':
+		if (!opt_long("jobs", optarg, 0, INT_MAX, &v))
+			return OPT_USAGE;
+		m->jobs = (int)v;
+		return OPT_TAKEN;
+	case 'j':
+	case 'g':
+	case 'y': {
+		char *end;
+		unsigned long long v;
+
+		errno = 0;
+		v = strtoull(optarg, &end, 10);
+		if (o == 'j' &&
+		    (!*optarg || *end || *optarg == '-' || errno || v < 1 || v > UINT32_MAX)) {
+			fprintf(stderr, "mercury-ps: --job '%s': give a job id, 1 to 4294967295\n",
+				optarg);
+			return OPT_USAGE;
+		}
+		if (o == 'g' &&
+		    (!*optarg || *end || *optarg == '-' || errno || v < 1 || v > MW_MAX_WEIGHT)) {
+			fprintf(stderr, "mercury-ps: --weight '%s': give 1 to %d\n", optarg,
+				MW_MAX_WEIGHT);
+			return OPT_USAGE;
+		}
+		if (o == 'y' &&
+		    (!*optarg || *end || *optarg == '-' || errno || v >= MERCURY_MAX_LEVELS)) {
+			fprintf(stderr,
+				"mercury-ps: --job-band '%s': give a band, 0 to bands - 3\n",
+				optarg);
+			return OPT_USAGE;
+		}
+		if (o == 'j')
+			c->job = (uint32_t)v;
+		else if (o == 'g')
+			c->weight = (uint32_t)v;
+		else
+			c->job_band = (int)v;
+		return OPT_TAKEN;
+	}
+	default:
+		return OPT_NOT_MINE;
+	}
+}
+
+/* The options' combinations, once all are read: -1 when they fit, else the exit status. */
+static int check_args(struct ps_config *c, const struct cmdline *m)
+{
+	if (!m->profile == !m->layers || (m->layers && strcmp(m->cmd, "serve"))) {
+		fprintf(stderr, "mercury-ps: give --profile (see models/)%s\n",
+			strcmp(m->cmd, "serve") ? "" : " or --layers, not both");
+		return 2;
+	}
+	if (c->job_band >= 0 && c->mode == PS_MERCURY) {
+		fprintf(stderr, "mercury-ps: --job-band is per-job priority for --mode fifo or "
+				"partition (mercury mode tags by layer)\n");
+		return 2;
+	}
+	if (c->job_band >= 0 &&
+	    (unsigned)c->job_band >= mercury_current_groups((unsigned)c->tag_levels)) {
+		fprintf(stderr,
+			"mercury-ps: --job-band %d: with --bands %d the job bands are 0 to %u\n",
+			c->job_band, c->tag_levels,
+			mercury_current_groups((unsigned)c->tag_levels) - 1);
+		return 2;
+	}
+	c->op_cost_s = m->op_cost_us * 1e-6 * c->time_scale;
+	if (c->shrink < 1 || c->part < 1 || c->chunk < 1) {
+		fprintf(stderr, "mercury-ps: --shrink, --part and --chunk must be >= 1\n");
+		return 2;
+	}
+	return -1;
+}
+
+/* The options after the command: -1 to go on, else the exit status. */
+static int parse_args(int argc, char **argv, struct ps_config *c, struct cmdline *m)
+{
+	int o, r;
+
+	optind = 2;
+	while ((o = cli_getopt(&ps_cli, argc, argv, "hV")) != -1) {
+		r = net_opt(o, c, m);
+		if (r == OPT_NOT_MINE)
+			r = run_opt(o, c, m);
+		if (r == OPT_NOT_MINE)
+			r = job_opt(o, c, m);
+		if (r == OPT_TAKEN)
+			continue;
+		if (r != OPT_NOT_MINE)
+			return r;
+		if (o == 'h') {
+			usage(stdout);
+			return 0;
+		}
+		if (o == 'V') {
+			printf("mercury-ps %s\n", MERCURY_VERSION);
+			return 0;
+		}
+		usage(stderr);
+		return 2;
+	}
+	return check_args(c, m);
+}
+
+/* mercury-ps local: every node a thread on 127.0.0.1. */
+static int run_local(struct ps_config *c, struct ps_profile *prof, int total)
+{
+	int rc = 0;
+	struct local_arg *a = calloc(c->nodes > 0 ? c->nodes : 1, sizeof(*a));
+	pthread_t th[PS_MAX_NODES];
+
+	if (c->nodes < 1 || c->nodes > PS_MAX_NODES || !a) {
+		fprintf(stderr, "mercury-ps: --nodes must be 1..%d\n", PS_MAX_NODES);
+		return 2;
+	}
+	for (int i = 0; i < c->nodes; i++)
+		snprintf(c->hosts[i], sizeof(c->hosts[i]), "127.0.0.1:%u", c->port + i);
+	for (int i = 0; i < c->nodes; i++) {
+		a[i].cfg = *c;
+		a[i].cfg.rank = i;
+		if (c->timeline && i > 0)
+			a[i].cfg.timeline = NULL;
+		a[i].prof = prof;
+		a[i].res.fp_end = calloc(total, sizeof(double));
+		pthread_create(&th[i], NULL, local_node, &a[i]);
+	}
+	for (int i = 0; i < c->nodes; i++) {
+		pthread_join(th[i], NULL);
+		a[i].res.cpu_s = cpu_seconds() / c->nodes;
+		print_result(&a[i].cfg, prof, a[i].rc, &a[i].res, a[i].err);
+		if (a[i].rc || a[i].res.mismatches)
+			rc = 1;
+		free(a[i].res.fp_end);
+	}
+	free(a);
+	ps_profile_free(prof);
+	return rc;
+}
+
+/* mercury-ps run and serve: this process is node --rank of --hosts. */
+static int run_node(struct ps_config *c, struct ps_profile *prof, struct cmdline *m, int total)
+{
+	int nhosts = split_hosts(m->hosts, c), rc;
+	char err[256];
+
+	if (nhosts != c->nodes) {
+		fprintf(stderr, "mercury-ps: --hosts lists %d addresses for --nodes %d\n", nhosts,
+			c->nodes);
+		return 2;
+	}
+	if (c->rank < 0 || c->rank >= c->nodes) {
+		fprintf(stderr, "mercury-ps: --rank %d: give 0 to %d\n", c->rank, c->nodes - 1);
+		return 2;
+	}
+	if (!strcmp(m->cmd, "serve")) {
+		rc = ps_serve_command(c, prof, m->jobs, m->exit_with_parent);
+		ps_profile_free(prof);
+		return rc;
+	}
+	struct ps_result res = {0};
+	res.fp_end = calloc(total, sizeof(double));
+	rc = ps_node_run(c, prof, &res, err, sizeof(err));
+	res.cpu_s = cpu_seconds();
+	print_result(c, prof, rc, &res, err);
+	free(res.fp_end);
+	ps_profile_free(prof);
+	return rc || res.mismatches ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct ps_config c;
 	struct ps_profile prof;
-	const char *profile = NULL, *cmd;
-	char hosts[1024] = "", err[256];
-	uint64_t rate = 0, uplink = 0; /* bytes per second */
-	double op_cost_us = 0;
-	const char *layers = NULL;
-	int o, nhosts = 0, jobs = 0;
-	bool exit_with_parent = false;
-	long v;
-	uint64_t u;
+	struct cmdline m = {0};
+	char err[256];
+	int r;
 
 	cli_prog = "mercury-ps";
 	ps_config_defaults(&c);
@@ -343,313 +699,31 @@ int main(int argc, char **argv)
 		printf("mercury-ps %s\n", MERCURY_VERSION);
 		return 0;
 	}
-	cmd = argv[1];
-	if (strcmp(cmd, "run") && strcmp(cmd, "serve") && strcmp(cmd, "local") &&
-	    strcmp(cmd, "ideal")) {
+	m.cmd = argv[1];
+	if (strcmp(m.cmd, "run") && strcmp(m.cmd, "serve") && strcmp(m.cmd, "local") &&
+	    strcmp(m.cmd, "ideal")) {
 		fprintf(stderr,
 			"mercury-ps: unknown command '%s': use run, serve, local or ideal (see "
 			"mercury-ps --help)\n",
-			cmd);
+			m.cmd);
 		return 2;
 	}
-	optind = 2;
-	while ((o = cli_getopt(&ps_cli, argc, argv, "hV")) != -1) {
-		switch (o) {
-		case 'p':
-			profile = optarg;
-			break;
-		case 'm':
-			if (ps_mode_from_name(optarg, &c.mode)) {
-				fprintf(stderr,
-					"mercury-ps: unknown mode '%s': use fifo, partition "
-					"or mercury\n",
-					optarg);
-				return 2;
-			}
-			break;
-		case 'n':
-			if (!opt_long("nodes", optarg, 1, PS_MAX_NODES, &v))
-				return 2;
-			c.nodes = (int)v;
-			break;
-		case 'r':
-			if (!opt_long("rank", optarg, 0, PS_MAX_NODES - 1, &v))
-				return 2;
-			c.rank = (int)v;
-			break;
-		case 'H':
-			snprintf(hosts, sizeof(hosts), "%s", optarg);
-			break;
-		case 'P':
-			if (!opt_long("port", optarg, 1, 65535, &v))
-				return 2;
-			c.port = (uint16_t)v;
-			break;
-		case 'k':
-			if (!opt_long("conns", optarg, 1, PS_MAX_CONNS, &v))
-				return 2;
-			c.conns = (int)v;
-			break;
-		case 'F': /* 0: the kernel's autotuning */
-			if (!opt_long("rcvbuf", optarg, 0, 64L << 20, &v))
-				return 2;
-			c.rcvbuf = (int)v;
-			break;
-		case 'B':
-			if (!opt_long("bands", optarg, 2, MERCURY_MAX_LEVELS, &v))
-				return 2;
-			c.tag_levels = (int)v;
-			break;
-		case 'c':
-			if (!opt_u64("chunk", optarg, 1, UINT32_MAX, &c.chunk))
-				return 2;
-			break;
-		case 'x':
-			if (!opt_u64("part", optarg, 1, UINT64_MAX, &c.part))
-				return 2;
-			break;
-		case 'C':
-			if (!opt_u64("credit", optarg, 1, UINT64_MAX, &c.credit))
-				return 2;
-			break;
-		case 'b':
-			if (!opt_u64("bound", optarg, 0, UINT64_MAX, &c.bound))
-				return 2;
-			break;
-		case 'a':
-			c.split_all = true;
-			break;
-		case 'G':
-			if (strcmp(optarg, "hash") && strcmp(optarg, "balanced")) {
-				fprintf(
-				    stderr,
-				    "mercury-ps: unknown placement '%s': use hash or balanced\n",
-				    optarg);
-				return 2;
-			}
-			c.balanced = !strcmp(optarg, "balanced");
-			break;
-		case 's':
-			if (!opt_u64("shrink", optarg, 1, UINT32_MAX, &c.shrink))
-				return 2;
-			break;
-		case 't':
-			if (!opt_double("time-scale", optarg, 1e-6, 1e6, &c.time_scale))
-				return 2;
-			break;
-		case 'i':
-			if (!opt_long("iters", optarg, 1, 1000000, &v))
-				return 2;
-			c.iters = (int)v;
-			break;
-		case 'w':
-			if (!opt_long("warmup", optarg, 0, 1000000, &v))
-				return 2;
-			c.warmup = (int)v;
-			break;
-		case 'v':
-			c.verify = true;
-			break;
-		case 'T':
-			if (!opt_double("timeout", optarg, 0.001, 1e6, &c.timeout_s))
-				return 2;
-			break;
-		case 'l':
-			c.timeline = optarg;
-			break;
-		case 'U':
-			if (parse_rate(optarg, &uplink)) {
-				fprintf(stderr, "mercury-ps: bad --uplink '%s': use e.g. 800mbit\n",
-					optarg);
-				return 2;
-			}
-			break;
-		case 'R':
-			if (parse_rate(optarg, &rate)) {
-				fprintf(stderr, "mercury-ps: bad rate '%s': use e.g. 400mbit\n",
-					optarg);
-				return 2;
-			}
-			break;
-		case 'S':
-			if (!opt_long("slow-rank", optarg, -1, PS_MAX_NODES - 1, &v))
-				return 2;
-			c.slow_rank = (int)v;
-			break;
-		case 'D':
-			if (!opt_double("slow-s", optarg, 0, 3600, &c.slow_s))
-				return 2;
-			break;
-		case 'X':
-			if (!opt_long("die-rank", optarg, -1, PS_MAX_NODES - 1, &v))
-				return 2;
-			c.die_rank = (int)v;
-			break;
-		case 'Q':
-			if (!opt_u64("sock-prio", optarg, 0, UINT32_MAX, &u))
-				return 2;
-			c.sock_prio = (uint32_t)u;
-			break;
-		case 'W':
-			c.write_ahead = true;
-			break;
-		case 'M':
-			c.local_direct = true;
-			break;
-		case 'O':
-			if (!opt_double("op-cost", optarg, 0, 1e7, &op_cost_us))
-				return 2;
-			break;
-		case 'E':
-			c.role = PS_ROLE_WORKER;
-			break;
-		case 'L':
-			layers = optarg;
-			break;
-		case 'Z':
-			exit_with_parent = true;
-			break;
-		case 'J':
-			if (!opt_long("jobs", optarg, 0, INT_MAX, &v))
-				return 2;
-			jobs = (int)v;
-			break;
-		case 'j':
-		case 'g':
-		case 'y': {
-			char *end;
-			unsigned long long v;
-
-			errno = 0;
-			v = strtoull(optarg, &end, 10);
-			if (o == 'j' && (!*optarg || *end || *optarg == '-' || errno || v < 1 ||
-					 v > UINT32_MAX)) {
-				fprintf(stderr,
-					"mercury-ps: --job '%s': give a job id, 1 to 4294967295\n",
-					optarg);
-				return 2;
-			}
-			if (o == 'g' && (!*optarg || *end || *optarg == '-' || errno || v < 1 ||
-					 v > MW_MAX_WEIGHT)) {
-				fprintf(stderr, "mercury-ps: --weight '%s': give 1 to %d\n", optarg,
-					MW_MAX_WEIGHT);
-				return 2;
-			}
-			if (o == 'y' && (!*optarg || *end || *optarg == '-' || errno ||
-					 v >= MERCURY_MAX_LEVELS)) {
-				fprintf(
-				    stderr,
-				    "mercury-ps: --job-band '%s': give a band, 0 to bands - 3\n",
-				    optarg);
-				return 2;
-			}
-			if (o == 'j')
-				c.job = (uint32_t)v;
-			else if (o == 'g')
-				c.weight = (uint32_t)v;
-			else
-				c.job_band = (int)v;
-			break;
-		}
-		case 'h':
-			usage(stdout);
-			return 0;
-		case 'V':
-			printf("mercury-ps %s\n", MERCURY_VERSION);
-			return 0;
-		default:
-			usage(stderr);
-			return 2;
-		}
-	}
-	if (!profile == !layers || (layers && strcmp(cmd, "serve"))) {
-		fprintf(stderr, "mercury-ps: give --profile (see models/)%s\n",
-			strcmp(cmd, "serve") ? "" : " or --layers, not both");
-		return 2;
-	}
-	if (c.job_band >= 0 && c.mode == PS_MERCURY) {
-		fprintf(stderr, "mercury-ps: --job-band is per-job priority for --mode fifo or "
-				"partition (mercury mode tags by layer)\n");
-		return 2;
-	}
-	if (c.job_band >= 0 &&
-	    (unsigned)c.job_band >= mercury_current_groups((unsigned)c.tag_levels)) {
-		fprintf(stderr,
-			"mercury-ps: --job-band %d: with --bands %d the job bands are 0 to %u\n",
-			c.job_band, c.tag_levels,
-			mercury_current_groups((unsigned)c.tag_levels) - 1);
-		return 2;
-	}
-	c.op_cost_s = op_cost_us * 1e-6 * c.time_scale;
-	if (c.shrink < 1 || c.part < 1 || c.chunk < 1) {
-		fprintf(stderr, "mercury-ps: --shrink, --part and --chunk must be >= 1\n");
-		return 2;
-	}
-	if (layers ? ps_profile_from_list(layers, &prof, err, sizeof(err))
-		   : ps_profile_load(profile, &prof, err, sizeof(err))) {
+	if ((r = parse_args(argc, argv, &c, &m)) >= 0)
+		return r;
+	if (m.layers ? ps_profile_from_list(m.layers, &prof, err, sizeof(err))
+		     : ps_profile_load(m.profile, &prof, err, sizeof(err))) {
 		fprintf(stderr, "mercury-ps: %s\n", err);
 		return 1;
 	}
-	if (!strcmp(cmd, "ideal")) {
-		if (rate <= 0) {
+	if (!strcmp(m.cmd, "ideal")) {
+		if (m.rate <= 0) {
 			fprintf(stderr, "mercury-ps: ideal needs --rate (e.g. 400mbit)\n");
 			return 2;
 		}
-		return run_ideal(&c, &prof, (double)rate, (double)uplink);
+		return run_ideal(&c, &prof, (double)m.rate, (double)m.uplink);
 	}
-	int total = c.warmup + c.iters + 1, rc = 0;
-	if (!strcmp(cmd, "local")) {
-		struct local_arg *a = calloc(c.nodes > 0 ? c.nodes : 1, sizeof(*a));
-		pthread_t th[PS_MAX_NODES];
-
-		if (c.nodes < 1 || c.nodes > PS_MAX_NODES || !a) {
-			fprintf(stderr, "mercury-ps: --nodes must be 1..%d\n", PS_MAX_NODES);
-			return 2;
-		}
-		for (int i = 0; i < c.nodes; i++)
-			snprintf(c.hosts[i], sizeof(c.hosts[i]), "127.0.0.1:%u", c.port + i);
-		for (int i = 0; i < c.nodes; i++) {
-			a[i].cfg = c;
-			a[i].cfg.rank = i;
-			if (c.timeline && i > 0)
-				a[i].cfg.timeline = NULL;
-			a[i].prof = &prof;
-			a[i].res.fp_end = calloc(total, sizeof(double));
-			pthread_create(&th[i], NULL, local_node, &a[i]);
-		}
-		for (int i = 0; i < c.nodes; i++) {
-			pthread_join(th[i], NULL);
-			a[i].res.cpu_s = cpu_seconds() / c.nodes;
-			print_result(&a[i].cfg, &prof, a[i].rc, &a[i].res, a[i].err);
-			if (a[i].rc || a[i].res.mismatches)
-				rc = 1;
-			free(a[i].res.fp_end);
-		}
-		free(a);
-		ps_profile_free(&prof);
-		return rc;
-	}
-	nhosts = split_hosts(hosts, &c);
-	if (nhosts != c.nodes) {
-		fprintf(stderr, "mercury-ps: --hosts lists %d addresses for --nodes %d\n", nhosts,
-			c.nodes);
-		return 2;
-	}
-	if (c.rank < 0 || c.rank >= c.nodes) {
-		fprintf(stderr, "mercury-ps: --rank %d: give 0 to %d\n", c.rank, c.nodes - 1);
-		return 2;
-	}
-	if (!strcmp(cmd, "serve")) {
-		rc = ps_serve_command(&c, &prof, jobs, exit_with_parent);
-		ps_profile_free(&prof);
-		return rc;
-	}
-	struct ps_result res = {0};
-	res.fp_end = calloc(total, sizeof(double));
-	rc = ps_node_run(&c, &prof, &res, err, sizeof(err));
-	res.cpu_s = cpu_seconds();
-	print_result(&c, &prof, rc, &res, err);
-	free(res.fp_end);
-	ps_profile_free(&prof);
-	return rc || res.mismatches ? 1 : 0;
+	int total = c.warmup + c.iters + 1;
+	if (!strcmp(m.cmd, "local"))
+		return run_local(&c, &prof, total);
+	return run_node(&c, &prof, &m, total);
 }
