@@ -12,14 +12,14 @@
 #include "job_level.h"
 #include "classify.h"
 
-char LICENSE[] SEC("license") = "Dual BSD/GPL";
-
 /*
  * The socket view. classifier_test.bpf.c includes this file with its own (MERCURY_SOCK_VIEW:
- * from maps, as BPF_PROG_TEST_RUN has no real socket) and its own program name; the rest is
- * this program.
+ * from maps, as BPF_PROG_TEST_RUN has no real socket), its own program name and its own
+ * licence line; the rest is this program.
  */
 #ifndef MERCURY_SOCK_VIEW
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
 #define MERCURY_SOCK_VIEW(skb, v) sock_view_from_skb(skb, v)
 #define MERCURY_EGRESS		  mercury_egress
 

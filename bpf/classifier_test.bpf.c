@@ -14,6 +14,8 @@
 #include "job_level.h"
 #include "classify.h"
 
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);

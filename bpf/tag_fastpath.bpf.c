@@ -128,8 +128,9 @@ static __always_inline int fast_tag(struct bpf_sockopt *ctx)
 		start = end > next ? end : next;
 	}
 
-	/* The per-piece steps of tags_apply() (daemon/service/tag_store.c), written out: a shared helper
-	 * returning 0, 1 or -EINVAL made the verifier walk 820 k instructions instead of 110 k. */
+	/* The per-piece steps of tags_apply() (daemon/service/tag_store.c), written out: a shared
+	 * helper returning 0, 1 or -EINVAL made the verifier walk 820 k instructions instead of 110
+	 * k. */
 	for (__u32 i = 0; i < MERCURY_FAST_BATCH; i++) {
 		const struct mercury_fast_tensor *t = &req->t[i];
 
