@@ -6,7 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "node.h"
+#include "core.h"
+#include "tag.h"
 #include "mercury_ps.h"
 #include "mercury_groups.h"
 #include "mercury_wire.h"

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * The primitives every part of a node uses (ps/node.h): the clock, failure (tear everything
+ * The primitives every part of a node uses (ps/core.h): the clock, failure (tear everything
  * down once), the event record, the layer -> connection map and queueing a message. They call
  * nothing above them, so node.c, server.c, worker.c and drain.c depend on this file and not
  * on each other's.
@@ -12,7 +12,7 @@
 #include <sys/socket.h>
 #include <time.h>
 
-#include "node.h"
+#include "core.h"
 
 double ps_now(void)
 {

@@ -14,7 +14,8 @@
 #include <errno.h>
 #include <time.h>
 
-#include "node.h"
+#include "drain.h"
+#include "tag.h"
 
 /* 0.2 ms: far below a layer's pull time in any profile. The unit test sets it slower, so
  * that an iteration's end lags its worker. */

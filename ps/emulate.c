@@ -9,7 +9,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "node.h"
+#include "core.h"
 
 static int emulate(struct ps_node *n, const struct ps_profile *prof, struct ps_result *res)
 {

@@ -26,7 +26,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "node.h"
+#include "core.h"
+#include "drain.h"
+#include "server.h"
+#include "tag.h"
+#include "worker.h"
 #include "mercury_groups.h"
 
 /*
@@ -51,7 +55,7 @@ static void hold_until_current(struct ps_conn *c, uint64_t iter)
 	pthread_mutex_unlock(&n->mu);
 }
 
-void *ps_tx(void *arg)
+static void *ps_tx(void *arg)
 {
 	struct ps_conn *c = arg;
 	struct ps_node *n = c->node;

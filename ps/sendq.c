@@ -3,7 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "node.h"
+#include "sendq.h"
 
 void ps_sendq_init(struct ps_sendq *q)
 {

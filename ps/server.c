@@ -17,7 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "node.h"
+#include "server.h"
+#include "worker.h"
 
 /* Sums [from, to) of a slice and tells every worker. Called with s->mu held. */
 static void aggregate(struct ps_node *n, struct ps_sslice *s, uint64_t from, uint64_t to)

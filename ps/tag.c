@@ -21,7 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "node.h"
+#include "tag.h"
 #include "mercury.h"
 #include "mercury_groups.h"
 

@@ -17,7 +17,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "node.h"
+#include "worker.h"
+#include "drain.h"
+#include "tag.h"
 
 static uint64_t prio_key(uint64_t iter, int layer)
 {

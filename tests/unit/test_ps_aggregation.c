@@ -14,7 +14,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "node.h"
+#include "core.h"
+#include "drain.h"
+#include "tag.h"
 
 /* Tags are libmercury's business; these tests exercise the PS alone. */
 int ps_tag_open(struct ps_node *n)

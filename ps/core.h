@@ -1,7 +1,11 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Internals of one PS node (server + worker), shared by node.c, server.c, worker.c, sendq.c. */
-#ifndef MERCURY_PS_NODE_H
-#define MERCURY_PS_NODE_H
+/*
+ * What every part of one PS node (server + worker) shares: the node's and its connections' state
+ * and core.c's primitives. Each role has its own header for what it offers the others:
+ * sendq.h, tag.h, drain.h, worker.h, server.h; node.c (start, stop) sits on top of them all.
+ */
+#ifndef MERCURY_PS_CORE_H
+#define MERCURY_PS_CORE_H
 
 #include <stdatomic.h>
 #include <stdio.h>
@@ -9,33 +13,9 @@
 #include "iter_window.h"
 #include "ps.h"
 #include "tcp_stream.h" /* tcp_bytes_acked() */
+#include "sendq.h"
 
 enum ps_dir { PS_DIR_PUSH = 0, PS_DIR_PULL = 1 };
-
-struct ps_send_item {
-	struct ps_msg_hdr h;
-	const void *data; /* payload (h.len floats for PUSH/PULL_DATA), not owned */
-	uint64_t key;	  /* lower first; ties in enqueue order */
-	uint64_t seq;
-	double not_before; /* ps_now() time before which it is not written (the op's start-up) */
-};
-
-/* A connection's send queue, drained by its tx thread in (key, seq) order. */
-struct ps_sendq {
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	struct ps_send_item *heap;
-	int n, cap;
-	uint64_t seq;
-	bool closed;
-};
-
-void ps_sendq_init(struct ps_sendq *q);
-void ps_sendq_destroy(struct ps_sendq *q);
-int ps_sendq_push(struct ps_sendq *q, const struct ps_send_item *it);
-/* Blocks; false once closed. */
-bool ps_sendq_pop(struct ps_sendq *q, struct ps_send_item *out);
-void ps_sendq_close(struct ps_sendq *q);
 
 struct ps_node;
 
@@ -174,16 +154,6 @@ int ps_enqueue(struct ps_conn *c, uint16_t type, int slice, uint64_t iter, uint6
 int ps_enqueue_at(struct ps_conn *c, uint16_t type, int slice, uint64_t iter, uint64_t off,
 		  uint64_t len, const void *data, uint64_t key, double not_before);
 
-void *ps_server_rx(void *arg);
-/* A push (PUSH header + payload) from this process's own worker, taken from memory. */
-int ps_server_local_push(struct ps_node *n, const struct ps_msg_hdr *h, const float *data);
-/* A pull (PULL_DATA header + payload) from this process's own server, taken from memory. */
-int ps_worker_local_pull(struct ps_node *n, const struct ps_msg_hdr *h, const float *data);
-void *ps_worker_rx(void *arg);
-void *ps_tx(void *arg);
-/* Partition mode, ranks other than 0: rank 0 dispatched tensor `part` of iteration iter. */
-int ps_worker_order(struct ps_node *n, int part, uint64_t iter);
-int ps_worker_wait_ready(struct ps_node *n);
 /* Which halves this process runs (cfg.role). */
 static inline bool ps_has_server(const struct ps_node *n)
 {
@@ -206,25 +176,4 @@ static inline bool ps_tags(const struct ps_node *n)
 {
 	return n->cfg.mode == PS_MERCURY || n->cfg.job_band >= 0;
 }
-/* One side of iteration `iter` is done at this node (n->mu held): ends it when both are
- * (and, with the drainer running, once every pull of it is acknowledged). */
-void ps_iteration_side_done(struct ps_node *n, uint64_t iter, bool worker_side);
-int ps_drain_start(struct ps_node *n);
-/* Whether every server connection from *next on (flattened worker x connection index) has
- * iteration slot i's pulls acknowledged; on false, *next is the first that has not. */
-bool ps_drain_slot_done(struct ps_node *n, int i, int *next);
-extern long ps_drain_poll_ns;	       /* the drainer's poll period */
-void ps_drain_stop(struct ps_node *n); /* after n->closing is set */
-
-/* Tagging (tag.c; a stub in the unit tests). */
-int ps_tag_open(struct ps_node *n);
-void ps_tag_close(struct ps_node *n);
-void ps_tag_iteration(struct ps_node *n, uint64_t iter, bool begin);
-int ps_tag_register(struct ps_conn *c);
-int ps_tag_next(struct ps_conn *c, uint64_t nbytes, int layer, enum ps_dir dir, uint64_t iter);
-void ps_tag_unregister(struct ps_conn *c);
-void ps_tag_counts(struct ps_node *n, uint64_t *fastpath, uint64_t *service);
-/* Tagged sockets of this node whose packets the classifier has put in more than one band. */
-uint64_t ps_tag_split_sockets(struct ps_node *n);
-
 #endif

@@ -1,0 +1,18 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Iteration end (drain.c): both halves done and every owed pull acknowledged. */
+#ifndef MERCURY_PS_DRAIN_H
+#define MERCURY_PS_DRAIN_H
+
+#include "core.h"
+
+/* One side of iteration `iter` is done at this node (n->mu held): ends it when both are
+ * (and, with the drainer running, once every pull of it is acknowledged). */
+void ps_iteration_side_done(struct ps_node *n, uint64_t iter, bool worker_side);
+int ps_drain_start(struct ps_node *n);
+/* Whether every server connection from *next on (flattened worker x connection index) has
+ * iteration slot i's pulls acknowledged; on false, *next is the first that has not. */
+bool ps_drain_slot_done(struct ps_node *n, int i, int *next);
+extern long ps_drain_poll_ns;	       /* the drainer's poll period */
+void ps_drain_stop(struct ps_node *n); /* after n->closing is set */
+
+#endif
