@@ -231,6 +231,7 @@ INCLUDEDIR ?= $(PREFIX)/include
 MANDIR     ?= $(PREFIX)/share/man
 UNITDIR    ?= $(PREFIX)/lib/systemd/system
 COMPDIR    ?= $(PREFIX)/share/bash-completion/completions
+DATADIR    ?= $(PREFIX)/share/mercury
 # Debian's python3 reads /usr/lib/python3/dist-packages and /usr/local/lib/python3.X/dist-packages.
 PYTHONDIR  ?= $(if $(filter /usr,$(PREFIX)),/usr/lib/python3/dist-packages,$(PREFIX)/lib/python$(shell python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)/dist-packages)
 VERSION    := $(shell sed -n 's/^\#define MERCURY_VERSION "\(.*\)"/\1/p' daemon/cli/main.c)
@@ -239,7 +240,7 @@ INSTALLED  := $(SBINDIR)/mercuryd $(BINDIR)/mercury-ps $(LIBDIR)/libmercury.so.1
 	$(LIBDIR)/pkgconfig/mercury.pc $(MANDIR)/man8/mercuryd.8 $(UNITDIR)/mercuryd.service \
 	$(COMPDIR)/mercuryd $(PYTHONDIR)/mercury/__init__.py $(PYTHONDIR)/mercury/ps.py \
 	$(PYTHONDIR)/mercury/torch.py $(LIBDIR)/libmercury-ps.so.1 $(LIBDIR)/libmercury-ps.so \
-	$(LIBDIR)/libmercury-ps.a $(INCLUDEDIR)/mercury_ps.h
+	$(LIBDIR)/libmercury-ps.a $(INCLUDEDIR)/mercury_ps.h $(DATADIR)/node-exporter.conf
 
 .PHONY: install uninstall deb
 # A Debian package of `make install PREFIX=/usr` (dpkg-deb): build/mercury_<version>_<arch>.deb
@@ -261,6 +262,9 @@ install: $(BUILD)/mercuryd $(BUILD)/mercury-ps $(BUILD)/libmercury.so $(BUILD)/l
 	install -D -m 0644 man/mercuryd.8 $(DESTDIR)$(MANDIR)/man8/mercuryd.8
 	mkdir -p $(DESTDIR)$(UNITDIR)
 	sed 's#/usr/local/sbin/mercuryd#$(SBINDIR)/mercuryd#g' systemd/mercuryd.service > $(DESTDIR)$(UNITDIR)/mercuryd.service
+	mkdir -p $(DESTDIR)$(DATADIR)
+	sed -e 's#/usr/local/sbin/mercuryd#$(SBINDIR)/mercuryd#g' -e 's#/usr/local/share/mercury#$(DATADIR)#g' \
+		systemd/mercuryd.service.d/node-exporter.conf > $(DESTDIR)$(DATADIR)/node-exporter.conf
 	install -D -m 0644 completion/mercuryd.bash $(DESTDIR)$(COMPDIR)/mercuryd
 	install -D -m 0644 python/mercury/__init__.py $(DESTDIR)$(PYTHONDIR)/mercury/__init__.py
 	install -D -m 0644 python/mercury/ps.py $(DESTDIR)$(PYTHONDIR)/mercury/ps.py

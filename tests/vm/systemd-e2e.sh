@@ -26,7 +26,7 @@ trap cleanup EXIT
 
 # The root: systemd as init, what the guest test uses, Mercury's package with its dependencies.
 mmdebstrap --quiet --variant=minbase \
-	--include=systemd,systemd-sysv,kmod,iproute2,iputils-ping,iperf3,jq,procps,socat,libbpf1,libnl-route-3-200,libjson-c5 \
+	--include=systemd,systemd-sysv,kmod,iproute2,iputils-ping,iperf3,jq,procps,socat,libbpf1,libnl-route-3-200,libjson-c5,prometheus-node-exporter,curl \
 	--customize-hook="copy-in $deb /tmp" \
 	--customize-hook='chroot "$1" dpkg -i /tmp/'"$(basename "$deb")" \
 	bookworm "$work/root" || { log "mmdebstrap failed"; exit 1; }
