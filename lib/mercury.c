@@ -326,7 +326,7 @@ static void mark_down(struct mercury_client *c, int err)
 {
 	if (!c->down) {
 		c->down_since = now_ns();
-		__atomic_store_n(&c->down, true, __ATOMIC_RELAXED);
+		__atomic_store_n(&c->down, true, __ATOMIC_RELEASE);
 		pthread_cond_signal(&c->wake);
 	}
 	c->down_err = err;
@@ -365,7 +365,7 @@ static int reconnect_once(struct mercury_client *c)
 			break;
 		pthread_mutex_lock(&c->state);
 		if (c->gen == gen) {
-			__atomic_store_n(&c->down, false, __ATOMIC_RELAXED);
+			__atomic_store_n(&c->down, false, __ATOMIC_RELEASE);
 			pthread_mutex_unlock(&c->state);
 			set_timeouts(c->fd, REPLY_TIMEOUT_MS);
 			return 0;
@@ -408,7 +408,7 @@ static void *reconnector(void *arg)
 			continue;
 		pthread_mutex_unlock(&c->state);
 		pthread_mutex_lock(&c->lock);
-		if (__atomic_load_n(&c->down, __ATOMIC_RELAXED))
+		if (__atomic_load_n(&c->down, __ATOMIC_ACQUIRE))
 			reconnect_once(c);
 		pthread_mutex_unlock(&c->lock);
 		pthread_mutex_lock(&c->state);
@@ -483,7 +483,7 @@ static int request_once(struct mercury_client *c, void *frame, size_t len, int s
 	int r;
 
 	*down = false;
-	if (__atomic_load_n(&c->down, __ATOMIC_RELAXED)) {
+	if (__atomic_load_n(&c->down, __ATOMIC_ACQUIRE)) {
 		pthread_mutex_lock(&c->state);
 		if (c->down) {
 			if (iteration_frame(frame))
@@ -514,7 +514,7 @@ static int request_once(struct mercury_client *c, void *frame, size_t len, int s
 				pthread_mutex_unlock(&c->state);
 			}
 		}
-		*down = __atomic_load_n(&c->down, __ATOMIC_RELAXED);
+		*down = __atomic_load_n(&c->down, __ATOMIC_ACQUIRE);
 	}
 	if (r == 0 || (*down && iteration_frame(frame))) {
 		pthread_mutex_lock(&c->state);
@@ -553,7 +553,7 @@ static int request(struct mercury_client *c, void *frame, size_t len, int sock_f
 
 API int mercury_daemon_connected(struct mercury_client *c)
 {
-	return c && !__atomic_load_n(&c->down, __ATOMIC_RELAXED);
+	return c && !__atomic_load_n(&c->down, __ATOMIC_ACQUIRE);
 }
 
 API int mercury_job_declare(struct mercury_client *c, uint32_t job, uint32_t n_layers,
