@@ -128,7 +128,8 @@ class ParameterServer:
 
     def wait_pull(self, layer, iteration, address):
         """Blocks until layer's sum over every worker for iteration is at address."""
-        self._check(_lib.mercury_ps_wait_pull(self._ps, layer, iteration, address), "pull")
+        self._check(_lib.mercury_ps_wait_pull(self._ps, layer, iteration, address),
+                    "waiting for layer %d's aggregate of iteration %d" % (layer, iteration))
 
     def pull_ready(self, layer, iteration):
         """True when wait_pull(layer, iteration, ...) would return at once (the sum is
