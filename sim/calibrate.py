@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-2-Clause
 """Simulated against emulated: reads the emulated cluster's summary lines (cluster/collect.py,
 one JSON per run; `mercury-ps ideal` lines too) and prints, per cell, the median emulated
 iteration time, the simulated one and the error in %.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # A dead node agent costs priority, never progress. Two ranks of a small CNN through
 # mercury.torch (torch.distributed.run, one namespace per node, `mercuryd attach --qdisc htb
 # --rate 100mbit` and `mercuryd serve` on each), once with tags through the tag fast path and

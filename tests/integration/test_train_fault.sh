@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # What clusters do to training, on the emulated 2-node cluster (mercuryd attach --qdisc htb
 # --rate 100mbit and mercuryd serve on each node, tags through the fast path where there is
 # one), two ranks of a small CNN through mercury.torch under torch.distributed.run:

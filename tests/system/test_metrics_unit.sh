@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Metrics under the shipped unit: systemd/mercuryd.service with the node_exporter drop-in
 # (systemd/mercuryd.service.d/node-exporter.conf) passes systemd-analyze verify, makes the
 # textfile directory writable despite ProtectSystem=strict, and points serve at it; serve run

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """A small CNN trained through mercury.torch for the fault tests (tests/integration/
 test_*agent*.sh, test_*fault*.sh): records when each step ended and how many tags the worker
 had made by then, so a test can compare iteration times before and after a fault and see
