@@ -237,6 +237,7 @@ INCLUDEDIR ?= $(PREFIX)/include
 MANDIR     ?= $(PREFIX)/share/man
 UNITDIR    ?= $(PREFIX)/lib/systemd/system
 COMPDIR    ?= $(PREFIX)/share/bash-completion/completions
+DATADIR    ?= $(PREFIX)/share/mercury
 # Debian's python3 reads /usr/lib/python3/dist-packages and /usr/local/lib/python3.X/dist-packages.
 PYTHONDIR  ?= $(if $(filter /usr,$(PREFIX)),/usr/lib/python3/dist-packages,$(PREFIX)/lib/python$(shell python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)/dist-packages)
 VERSION    := $(shell sed -n 's/^\#define MERCURY_VERSION "\(.*\)"/\1/p' common/version.h)
@@ -245,7 +246,7 @@ INSTALLED  := $(SBINDIR)/mercuryd $(BINDIR)/mercury-ps $(LIBDIR)/libmercury.so.1
 	$(LIBDIR)/pkgconfig/mercury.pc $(MANDIR)/man8/mercuryd.8 $(MANDIR)/man1/mercury-ps.1 \
 	$(UNITDIR)/mercuryd.service $(COMPDIR)/mercuryd $(COMPDIR)/mercury-ps $(PYTHONDIR)/mercury/__init__.py $(PYTHONDIR)/mercury/ps.py \
 	$(PYTHONDIR)/mercury/torch.py $(LIBDIR)/libmercury-ps.so.1 $(LIBDIR)/libmercury-ps.so \
-	$(LIBDIR)/libmercury-ps.a $(INCLUDEDIR)/mercury_ps.h
+	$(LIBDIR)/libmercury-ps.a $(INCLUDEDIR)/mercury_ps.h $(DATADIR)/node-exporter.conf
 
 .PHONY: install uninstall deb
 # Debian packages of `make install PREFIX=/usr` (dpkg-deb, scripts/make-deb.sh): mercury,
@@ -269,6 +270,9 @@ install: $(BUILD)/mercuryd $(BUILD)/mercury-ps $(BUILD)/libmercury.so $(BUILD)/l
 	install -D -m 0644 man/mercury-ps.1 $(DESTDIR)$(MANDIR)/man1/mercury-ps.1
 	mkdir -p $(DESTDIR)$(UNITDIR)
 	sed 's#/usr/local/sbin/mercuryd#$(SBINDIR)/mercuryd#g' systemd/mercuryd.service > $(DESTDIR)$(UNITDIR)/mercuryd.service
+	mkdir -p $(DESTDIR)$(DATADIR)
+	sed -e 's#/usr/local/sbin/mercuryd#$(SBINDIR)/mercuryd#g' -e 's#/usr/local/share/mercury#$(DATADIR)#g' \
+		systemd/mercuryd.service.d/node-exporter.conf > $(DESTDIR)$(DATADIR)/node-exporter.conf
 	install -D -m 0644 completion/mercuryd.bash $(DESTDIR)$(COMPDIR)/mercuryd
 	install -D -m 0644 completion/mercury-ps.bash $(DESTDIR)$(COMPDIR)/mercury-ps
 	install -D -m 0644 python/mercury/__init__.py $(DESTDIR)$(PYTHONDIR)/mercury/__init__.py

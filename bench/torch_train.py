@@ -101,6 +101,9 @@ def main():
                     help="mercury.torch: own server's share over loopback TCP, not memory")
     ap.add_argument("--conns", type=int, default=0,
                     help="mercury: connections per worker-server pair (0: mercury.torch's)")
+    ap.add_argument("--rcvbuf", type=int, default=-1,
+                    help="mercury: each data connection's receive buffer (-1: mercury.torch's "
+                    "16384; 0: the kernel's autotuning)")
     ap.add_argument("--placement", default="", choices=["", "hash", "balanced"],
                     help="PS modes: where whole tensors live (mercury-ps --placement; "
                     "default: mercury.torch's)")
@@ -143,6 +146,8 @@ def main():
             extra["placement"] = a.placement
         if a.colocated_tcp:
             extra["colocated_tcp"] = True
+        if a.rcvbuf >= 0:
+            extra["rcvbuf"] = a.rcvbuf
         opt = mt.DistributedOptimizer(base, model=model, mode=a.mode, part=a.part, credit=a.credit,
                                       timeline=tl, **extra)
         mt.broadcast_parameters(model.state_dict(), root_rank=0)

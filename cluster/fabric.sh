@@ -84,7 +84,9 @@ model_cells() {
 	[ "$CL_FABRIC" = tworack ] && up=(--uplink "${CL_UPLINK_MBIT}mbit")
 	"$PS_BIN" ideal --profile "$CL_ROOT/models/$model.prof" --nodes "$CL_NODES" --rate "${RATE}mbit" \
 		--shrink "$k" --time-scale "$ts" "${up[@]}" |
-		jq -c --arg l "ideal$tag" --arg f "$(fabric_desc)" '. + {label: $l, fabric: $f}' >>"$OUT/results.jsonl"
+		jq -c --arg l "ideal$tag" --arg f "$(fabric_desc)" --argjson k "$k" --argjson ts "$ts" \
+			'. + {label: $l, fabric: $f, shrink: $k, time_scale: $ts, rate_mbit: '"$RATE"'}' \
+			>>"$OUT/results.jsonl"
 	for ((REP = 0; REP < REPEAT; REP++)); do
 		cell "fifo$tag" "$model" fifo 1 "${args[@]}"
 		# shellcheck disable=SC2046

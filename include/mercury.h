@@ -76,16 +76,27 @@ struct mercury_tensor {
 };
 
 /*
- * Connects to the daemon (path NULL: MERCURY_DEFAULT_SOCKET, or $MERCURY_SOCKET if set).
- * The client survives a daemon restart: a call that finds the daemon gone reconnects, tells
- * the new daemon this client's declared jobs and open iterations, and is made again. While no
- * daemon listens a call waits up to the reconnect timeout (default 3000 ms, or
- * $MERCURY_RECONNECT_MS), then fails with -ECONNREFUSED or -ENOENT; nothing was tagged.
+ * Connects to the daemon (path NULL: MERCURY_DEFAULT_SOCKET, or $MERCURY_SOCKET if set),
+ * waiting up to the reconnect timeout (default 3000 ms, or $MERCURY_RECONNECT_MS) for one.
+ *
+ * A daemon that goes away costs priority, never progress. A call that finds it gone
+ * (killed, restarted, or silent for 2 s) tries once to reconnect; failing that, the client
+ * remembers it gone: tags and iteration events fail at once with -ECONNREFUSED or -ENOENT
+ * (nothing was tagged: the bytes go out untagged) and never wait, while a thread of the
+ * client looks for the daemon every 100 ms. When one answers, it is told this client's
+ * declared jobs and open iterations (iteration events made meanwhile included) and calls
+ * succeed again. The other calls (job declaration, registration, stats) made within the
+ * reconnect timeout of the loss wait for a daemon until then. The tag fast path does not
+ * need the daemon at all.
  */
 int mercury_connect(const char *path, struct mercury_client **out);
 void mercury_disconnect(struct mercury_client *c);
-/* How long a call waits for a restarted daemon (0: fail at once). */
+/* How long after the daemon's loss a call other than a tag or iteration event waits for a
+ * restarted one (0: fail at once). */
 void mercury_set_reconnect_timeout(struct mercury_client *c, int ms);
+/* 1 while a daemon is connected; 0 while it is gone (calls fail at once, a reconnect is
+ * tried every 100 ms). */
+int mercury_daemon_connected(struct mercury_client *c);
 
 /* Declares a job: its layer count (layer 1 = input side) and its weight against other jobs on
  * this node (1 = normal; higher = more urgent). Must precede tags of that job. */

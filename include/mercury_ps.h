@@ -76,13 +76,17 @@ struct mercury_ps_options {
 			  * bands to the heaviest job on the node (2:1 = one band) */
 	int job_band;	 /* fifo, partition: >= 0 tags every byte of the job at this one
 			  * band (per-job priority, 0 .. bands - 3); -1 (default): none */
+	/* Added after job_band (a caller built before gets 16384). */
+	int rcvbuf; /* mercury: SO_RCVBUF of each data connection's receiving end, bytes: a bound
+		     * on each connection's window, so that N-to-1 pushes do not overflow a
+		     * switch port (16384; 0: the kernel's autotuning; docs/fabric.md) */
 };
 
 #define MERCURY_PS_OPTIONS_INIT                                                                    \
 	{                                                                                          \
 		.sz = sizeof(struct mercury_ps_options), .conns = 16, .bands = 8, .part = 1000000, \
 		.credit = 4000000, .bound = 1000000, .timeout_s = 60, .job = 1, .weight = 1,       \
-		.job_band = -1                                                                     \
+		.job_band = -1, .rcvbuf = 16384                                                    \
 	}
 
 struct mercury_ps;

@@ -27,7 +27,14 @@
 #define MAX_JOBS	     64 /* the daemon's own limit */
 #define DEFAULT_RECONNECT_MS 3000
 #define RECONNECT_POLL_MS    20
-#define FASTPATH_RECHECK_NS  1000000000ll /* after ENOPROTOOPT: look again in a second */
+/* While the daemon is gone: how often the client's reconnect thread looks for it. */
+#define RETRY_MS 100
+/* A daemon that does not answer a request within this long is taken for gone (a stopped or
+ * wedged mercuryd must not hold the caller, and every thread queued behind it, forever). */
+#define REPLY_TIMEOUT_MS 2000
+/* A daemon that accepted a reconnect answers the replay within this long or is not used. */
+#define REPLAY_TIMEOUT_MS   250
+#define FASTPATH_RECHECK_NS 1000000000ll /* after ENOPROTOOPT: look again in a second */
 
 /* What this client told the daemon, replayed to a restarted one before the next call. */
 struct job_record {
@@ -35,12 +42,31 @@ struct job_record {
 	struct iter_window win;
 };
 
+/*
+ * Locks: `lock` owns the connection (fd, seq: one round trip at a time); `state` owns the
+ * record of jobs and the down state, and is only ever held for a few instructions, so a
+ * call that finds the daemon gone never waits behind a round trip or a reconnect.
+ *
+ * A daemon found gone is remembered (down): calls fail at once with down_err, iteration
+ * events are still recorded, and the client's reconnect thread looks for a daemon every
+ * RETRY_MS, replays the record to it and only then clears down. The data path (tags,
+ * iteration events) never waits for a daemon; the other calls wait for one until
+ * reconnect_ms after the loss.
+ */
 struct mercury_client {
 	int fd; /* -1 while no daemon is connected */
 	uint32_t seq;
 	pthread_mutex_t lock;
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	int reconnect_ms;
+	pthread_mutex_t state;
+	pthread_cond_t wake; /* the reconnect thread: down set, or stop */
+	pthread_t reconnector;
+	bool stop;
+	bool down;	      /* also read without `state` (atomic, relaxed) */
+	int down_err;	      /* what calls return while down */
+	long long down_since; /* ns, CLOCK_MONOTONIC */
+	uint64_t gen;	      /* bumped by every change to the record */
 	struct job_record jobs[MAX_JOBS];
 	unsigned njobs;
 	/* The tag fast path: enabled by the user (MERCURY_FASTPATH=0 or mercury_use_fastpath
@@ -94,6 +120,24 @@ static int connect_unix(const char *path, int wait_ms)
 	}
 }
 
+static void *reconnector(void *arg);
+
+static void set_timeouts(int fd, int ms)
+{
+	struct timeval tv = {.tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000};
+
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+}
+
+static long long now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000ll + ts.tv_nsec;
+}
+
 API int mercury_connect(const char *path, struct mercury_client **out)
 {
 	struct mercury_client *c;
@@ -121,7 +165,26 @@ API int mercury_connect(const char *path, struct mercury_client **out)
 		free(c);
 		return r;
 	}
+	set_timeouts(c->fd, REPLY_TIMEOUT_MS);
+	pthread_condattr_t ca;
+	int r;
+
 	pthread_mutex_init(&c->lock, NULL);
+	pthread_mutex_init(&c->state, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&c->wake, &ca);
+	pthread_condattr_destroy(&ca);
+	r = -pthread_create(&c->reconnector, NULL, reconnector, c);
+	if (r) {
+		close(c->fd);
+		pthread_cond_destroy(&c->wake);
+		pthread_mutex_destroy(&c->state);
+		pthread_mutex_destroy(&c->lock);
+		free(c);
+		return r;
+	}
+	pthread_setname_np(c->reconnector, "mercury-reconn");
 	*out = c;
 	return 0;
 }
@@ -130,8 +193,15 @@ API void mercury_disconnect(struct mercury_client *c)
 {
 	if (!c)
 		return;
+	pthread_mutex_lock(&c->state);
+	c->stop = true;
+	pthread_cond_signal(&c->wake);
+	pthread_mutex_unlock(&c->state);
+	pthread_join(c->reconnector, NULL);
 	if (c->fd >= 0)
 		close(c->fd);
+	pthread_cond_destroy(&c->wake);
+	pthread_mutex_destroy(&c->state);
 	pthread_mutex_destroy(&c->lock);
 	free(c);
 }
@@ -216,13 +286,15 @@ static int round_trip(struct mercury_client *c, void *frame, size_t len, int soc
 
 static void hdr_init(struct mw_hdr *h, uint16_t type, size_t len);
 
-/* Tells a new daemon what the old one knew from this client: its jobs and open iterations. */
-static int replay(struct mercury_client *c, bool *lost)
+/* Tells a new daemon what the old one knew from this client: its jobs and open iterations
+ * (a copy of the record, taken under `state`). */
+static int replay(struct mercury_client *c, const struct job_record *jobs, unsigned njobs,
+		  bool *lost)
 {
 	struct mw_reply reply;
 
-	for (unsigned i = 0; i < c->njobs; i++) {
-		const struct job_record *j = &c->jobs[i];
+	for (unsigned i = 0; i < njobs; i++) {
+		const struct job_record *j = &jobs[i];
 		struct mw_job_declare d = {.job = htole32(j->job),
 					   .n_layers = htole32(j->n_layers),
 					   .weight = htole32(j->weight)};
@@ -250,55 +322,103 @@ static int replay(struct mercury_client *c, bool *lost)
 	return 0;
 }
 
-static void set_recv_timeout(int fd, int ms)
+/* The daemon is gone with err as the reason (c->state held). */
+static void mark_down(struct mercury_client *c, int err)
 {
-	struct timeval tv = {.tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000};
-
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	if (!c->down) {
+		c->down_since = now_ns();
+		__atomic_store_n(&c->down, true, __ATOMIC_RELEASE);
+		pthread_cond_signal(&c->wake);
+	}
+	c->down_err = err;
 }
 
 /*
- * Waits (bounded by reconnect_ms) for a daemon on the path that answers, then replays this
- * client's state. A socket file with nobody serving it (a listener that does not accept or
- * answer) counts as no daemon. The error when none came names the daemon (mercury_strerror).
+ * One try (c->lock held): connect without waiting, replay the record, and, if the record did
+ * not change meanwhile (else replay again), clear down. A socket file with nobody serving it
+ * (a listener that does not accept or answer) counts as no daemon. The error when none came
+ * names the daemon (mercury_strerror); down is set then.
  */
-static int reconnect(struct mercury_client *c)
+static int reconnect_once(struct mercury_client *c)
 {
-	struct timespec ts = {.tv_nsec = RECONNECT_POLL_MS * 1000000L};
-	int waited = 0, r;
+	struct job_record jobs[MAX_JOBS];
+	unsigned njobs;
+	uint64_t gen;
+	bool lost = false;
+	int r;
 
 	if (c->fd >= 0)
 		close(c->fd);
-	for (;;) {
-		c->fd = connect_unix(c->path, 0);
-		if (c->fd >= 0) {
-			int left = c->reconnect_ms - waited;
-
-			bool lost = false;
-
-			set_recv_timeout(c->fd,
-					 left > RECONNECT_POLL_MS ? left : RECONNECT_POLL_MS);
-			r = replay(c, &lost);
-			set_recv_timeout(c->fd, 0);
-			if (r == 0)
-				return 0;
-			close(c->fd);
-			c->fd = -1;
-			if (!lost)
-				return r; /* the new daemon refused the replay: say why */
-			r = -ECONNREFUSED;
-		} else {
-			r = c->fd == -ENOENT ? -ENOENT
-					     : -ECONNREFUSED; /* -EAGAIN: nobody accepts */
-		}
-		if (waited >= c->reconnect_ms)
-			return r;
-		nanosleep(&ts, NULL);
-		waited += RECONNECT_POLL_MS;
+	c->fd = connect_unix(c->path, 0);
+	if (c->fd < 0) {
+		r = c->fd == -ENOENT ? -ENOENT : -ECONNREFUSED; /* -EAGAIN: nobody accepts */
+		goto down;
 	}
+	set_timeouts(c->fd, REPLAY_TIMEOUT_MS);
+	for (int tries = 0; tries < 8; tries++) {
+		pthread_mutex_lock(&c->state);
+		njobs = c->njobs;
+		memcpy(jobs, c->jobs, njobs * sizeof(jobs[0]));
+		gen = c->gen;
+		pthread_mutex_unlock(&c->state);
+		r = replay(c, jobs, njobs, &lost);
+		if (r)
+			break;
+		pthread_mutex_lock(&c->state);
+		if (c->gen == gen) {
+			__atomic_store_n(&c->down, false, __ATOMIC_RELEASE);
+			pthread_mutex_unlock(&c->state);
+			set_timeouts(c->fd, REPLY_TIMEOUT_MS);
+			return 0;
+		}
+		pthread_mutex_unlock(&c->state); /* events recorded meanwhile: tell them too */
+	}
+	close(c->fd);
+	c->fd = -1;
+	if (r == 0 || lost)
+		r = -ECONNREFUSED; /* else the new daemon refused the replay: say why */
+down:
+	pthread_mutex_lock(&c->state);
+	mark_down(c, r);
+	pthread_mutex_unlock(&c->state);
+	return r;
 }
 
-/* The record of job (NULL: none; create: a free one, NULL when full). c->lock held. */
+/* While the daemon is gone, a try every RETRY_MS, off the callers' path. */
+static void *reconnector(void *arg)
+{
+	struct mercury_client *c = arg;
+
+	pthread_mutex_lock(&c->state);
+	while (!c->stop) {
+		struct timespec ts;
+
+		if (!c->down) {
+			pthread_cond_wait(&c->wake, &c->state);
+			continue;
+		}
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		ts.tv_nsec += RETRY_MS * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		while (!c->stop && pthread_cond_timedwait(&c->wake, &c->state, &ts) != ETIMEDOUT)
+			;
+		if (c->stop || !c->down)
+			continue;
+		pthread_mutex_unlock(&c->state);
+		pthread_mutex_lock(&c->lock);
+		if (__atomic_load_n(&c->down, __ATOMIC_ACQUIRE))
+			reconnect_once(c);
+		pthread_mutex_unlock(&c->lock);
+		pthread_mutex_lock(&c->state);
+	}
+	pthread_mutex_unlock(&c->state);
+	return NULL;
+}
+
+/* The record of job (NULL: none; create: a free one, NULL when full). c->state held. */
 static struct job_record *job_record(struct mercury_client *c, uint32_t job, bool create)
 {
 	for (unsigned i = 0; i < c->njobs; i++)
@@ -310,7 +430,15 @@ static struct job_record *job_record(struct mercury_client *c, uint32_t job, boo
 	return &c->jobs[c->njobs++];
 }
 
-/* What a successful frame changes in this client's record of its jobs (c->lock held). */
+static bool iteration_frame(const void *frame)
+{
+	uint16_t type = le16toh(((const struct mw_hdr *)frame)->type);
+
+	return type == MW_ITER_BEGIN || type == MW_ITER_END;
+}
+
+/* What a frame changes in this client's record of its jobs (c->state held): a successful
+ * one, or an iteration event while the daemon is gone (the next daemon hears of it). */
 static void record(struct mercury_client *c, const void *frame)
 {
 	const struct mw_hdr *h = frame;
@@ -339,32 +467,94 @@ static void record(struct mercury_client *c, const void *frame)
 		break;
 	}
 	}
+	c->gen++;
 }
 
 /*
- * A request and its reply. If the daemon is gone (restarted, killed), reconnects, replays
- * this client's jobs and iterations, and sends the request once more. What succeeded is
- * recorded under the same lock, so a replay never misses it.
+ * One request, or none while the daemon is known gone (*down set: down_err, at once; an
+ * iteration event is recorded for the next daemon). A call that finds the daemon gone tries
+ * once to reconnect at once (a restarted daemon is usually listening already) and sends the
+ * request again; what succeeded is recorded while c->lock is held, so a replay never misses
+ * it.
  */
-static int request(struct mercury_client *c, void *frame, size_t len, int sock_fd,
-		   struct mw_reply *reply)
+static int request_once(struct mercury_client *c, void *frame, size_t len, int sock_fd,
+			struct mw_reply *reply, bool *down)
 {
 	bool lost = false;
 	int r;
 
-	if (!c)
-		return -EINVAL;
+	*down = false;
+	if (__atomic_load_n(&c->down, __ATOMIC_ACQUIRE)) {
+		pthread_mutex_lock(&c->state);
+		if (c->down) {
+			if (iteration_frame(frame))
+				record(c, frame);
+			r = c->down_err;
+			pthread_mutex_unlock(&c->state);
+			*down = true;
+			return r;
+		}
+		pthread_mutex_unlock(&c->state);
+	}
 	pthread_mutex_lock(&c->lock);
+	if (c->fd < 0) { /* gone while this call waited for the lock */
+		pthread_mutex_unlock(&c->lock);
+		return request_once(c, frame, len, sock_fd, reply, down);
+	}
 	r = round_trip(c, frame, len, sock_fd, reply, &lost);
 	if (lost) {
-		r = reconnect(c);
-		if (r == 0)
+		r = reconnect_once(c);
+		if (r == 0) {
 			r = round_trip(c, frame, len, sock_fd, reply, &lost);
+			if (lost) {
+				close(c->fd);
+				c->fd = -1;
+				r = -ECONNREFUSED;
+				pthread_mutex_lock(&c->state);
+				mark_down(c, r);
+				pthread_mutex_unlock(&c->state);
+			}
+		}
+		*down = __atomic_load_n(&c->down, __ATOMIC_ACQUIRE);
 	}
-	if (r == 0)
+	if (r == 0 || (*down && iteration_frame(frame))) {
+		pthread_mutex_lock(&c->state);
 		record(c, frame);
+		pthread_mutex_unlock(&c->state);
+	}
 	pthread_mutex_unlock(&c->lock);
 	return r;
+}
+
+/*
+ * A request and its reply. The data path (tags, iteration events: wait false) never waits
+ * for a daemon; other calls made within reconnect_ms of the loss wait for one until then.
+ */
+static int request(struct mercury_client *c, void *frame, size_t len, int sock_fd,
+		   struct mw_reply *reply, bool wait)
+{
+	struct timespec ts = {.tv_nsec = RECONNECT_POLL_MS * 1000000L};
+	bool down;
+	int r;
+
+	if (!c)
+		return -EINVAL;
+	for (;;) {
+		r = request_once(c, frame, len, sock_fd, reply, &down);
+		if (!down || !wait)
+			return r;
+		pthread_mutex_lock(&c->state);
+		bool late = now_ns() >= c->down_since + c->reconnect_ms * 1000000ll;
+		pthread_mutex_unlock(&c->state);
+		if (late)
+			return r;
+		nanosleep(&ts, NULL);
+	}
+}
+
+API int mercury_daemon_connected(struct mercury_client *c)
+{
+	return c && !__atomic_load_n(&c->down, __ATOMIC_ACQUIRE);
 }
 
 API int mercury_job_declare(struct mercury_client *c, uint32_t job, uint32_t n_layers,
@@ -375,7 +565,7 @@ API int mercury_job_declare(struct mercury_client *c, uint32_t job, uint32_t n_l
 	struct mw_reply reply;
 
 	hdr_init(&f.h, MW_JOB_DECLARE, sizeof(f));
-	return request(c, &f, sizeof(f), -1, &reply);
+	return request(c, &f, sizeof(f), -1, &reply, true);
 }
 
 static int iteration_event(struct mercury_client *c, uint16_t type, uint32_t job,
@@ -385,7 +575,7 @@ static int iteration_event(struct mercury_client *c, uint16_t type, uint32_t job
 	struct mw_reply reply;
 
 	hdr_init(&f.h, type, sizeof(f));
-	return request(c, &f, sizeof(f), -1, &reply);
+	return request(c, &f, sizeof(f), -1, &reply, false);
 }
 
 API int mercury_iteration_begin(struct mercury_client *c, uint32_t job, uint64_t iteration)
@@ -406,7 +596,7 @@ API int mercury_register_socket(struct mercury_client *c, int fd)
 	if (fd < 0)
 		return -EBADF;
 	hdr_init(&f.h, MW_REGISTER, sizeof(f));
-	return request(c, &f, sizeof(f), fd, &reply);
+	return request(c, &f, sizeof(f), fd, &reply, true);
 }
 
 static long long now_coarse_ns(void)
@@ -483,7 +673,7 @@ static int tag(struct mercury_client *c, int fd, uint32_t job, uint64_t offset,
 					    .dir = htole32(t[i].dir),
 					    .iteration = htole64(t[i].iteration)};
 	hdr_init(&f.tag.h, MW_TAG, len);
-	r = request(c, &f, len, fd, &reply);
+	r = request(c, &f, len, fd, &reply, false);
 	if (r == 0)
 		__atomic_fetch_add(&c->tags_service, 1, __ATOMIC_RELAXED);
 	return r;
@@ -579,7 +769,7 @@ API int mercury_socket_stats(struct mercury_client *c, int fd, struct mercury_so
 	if (!out)
 		return -EINVAL;
 	hdr_init(&f.h, MW_STATS, sizeof(f));
-	r = request(c, &f, sizeof(f), fd, &reply);
+	r = request(c, &f, sizeof(f), fd, &reply, true);
 	if (r)
 		return r;
 	for (int i = 0; i < 16; i++) {

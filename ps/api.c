@@ -103,6 +103,13 @@ static int options_to_config(const struct mercury_ps_options *o, struct ps_confi
 	c->job = o->job;
 	c->weight = o->weight;
 	c->job_band = o->job_band;
+	if (o->rcvbuf < 0 || o->rcvbuf > (64 << 20)) {
+		snprintf(err, errlen,
+			 "bad options: rcvbuf %d: give 0 (autotuning) to 67108864 bytes",
+			 o->rcvbuf);
+		return -EINVAL;
+	}
+	c->rcvbuf = o->rcvbuf;
 	return 0;
 }
 

@@ -15,6 +15,10 @@
  *
  * If no mercuryd answers, mercury mode says so once and runs without packet priority (the
  * JSON result's "tagged" is false) rather than failing: the benchmark checks that flag.
+ * A mercuryd that goes away mid-run costs priority, never progress: libmercury fails tags and
+ * iteration events at once while it is gone (the bytes go out untagged, or through the
+ * fast path with the job's last published state), says one warning here, and picks the
+ * daemon up again within 100 ms of its return (one line says so).
  */
 #include <errno.h>
 #include <stdatomic.h>
@@ -92,6 +96,24 @@ int ps_tag_register(struct ps_conn *c)
 	return r;
 }
 
+/* The daemon's loss and return, once each per outage and process (c: the client a call just
+ * failed or succeeded on). */
+static atomic_bool degraded;
+
+static void watch_daemon(struct mercury_client *cl, int rank, int r)
+{
+	if (r && !mercury_daemon_connected(cl)) {
+		if (!atomic_exchange(&degraded, true))
+			fprintf(stderr,
+				"mercury-ps: node %d: mercuryd went away (%s): training goes on "
+				"without packet priority until it is back\n",
+				rank, why(r));
+	} else if (!r && atomic_load(&degraded) && mercury_daemon_connected(cl) &&
+		   atomic_exchange(&degraded, false)) {
+		fprintf(stderr, "mercury-ps: node %d: mercuryd is back: tags resumed\n", rank);
+	}
+}
+
 int ps_tag_next(struct ps_conn *c, uint64_t nbytes, int layer, enum ps_dir dir, uint64_t iter)
 {
 	if (!c->tag)
@@ -102,6 +124,7 @@ int ps_tag_next(struct ps_conn *c, uint64_t nbytes, int layer, enum ps_dir dir, 
 				 dir == PS_DIR_PUSH ? MERCURY_PUSH : MERCURY_PULL, iter, nbytes);
 	if (r)
 		atomic_fetch_add(&c->node->tag_errors, 1);
+	watch_daemon(c->tag, c->node->cfg.rank, r);
 	return r;
 }
 
@@ -113,6 +136,7 @@ void ps_tag_iteration(struct ps_node *n, uint64_t iter, bool begin)
 		      : mercury_iteration_end(n->tagger, n->cfg.job, iter);
 	if (r)
 		atomic_fetch_add(&n->tag_errors, 1);
+	watch_daemon(n->tagger, n->cfg.rank, r);
 }
 
 /*

@@ -393,9 +393,40 @@ void *ps_worker_rx(void *arg)
 	return NULL;
 }
 
-/* Waits (n->mu held) until cond holds, the node fails, or timeout_s passes without it. */
+/* For a timeout on layer's aggregate: the workers whose push of it this node's own server
+ * still lacks (a slice aggregates one iteration at a time), as "; server R lacks worker W's
+ * push" in buf. */
+static void lacking_pushes(struct ps_node *n, int layer, char *buf, size_t size)
+{
+	uint64_t lacks = 0;
+	int w = 0;
+
+	buf[0] = 0;
+	if (!n->ss || !ps_has_server(n))
+		return;
+	for (int i = 0; i < n->pl.count[layer]; i++) {
+		int k = n->pl.first[layer] + i;
+		struct ps_sslice *ss = &n->ss[k];
+
+		if (n->pl.slices[k].server != n->cfg.rank || !ss->sl)
+			continue;
+		pthread_mutex_lock(&ss->mu);
+		for (int v = 0; v < n->cfg.nodes; v++)
+			if (ss->got_iter[v] < ss->cur_iter ||
+			    (ss->got_iter[v] == ss->cur_iter && ss->got[v] < ss->sl->len))
+				lacks |= 1ull << v;
+		pthread_mutex_unlock(&ss->mu);
+	}
+	for (int v = 0; v < n->cfg.nodes && (size_t)w + 16 < size; v++)
+		if (lacks & (1ull << v))
+			w += snprintf(buf + w, size - (size_t)w, "%s %d",
+				      w ? "," : "; its share here lacks the push of worker", v);
+}
+
+/* Waits (n->mu held) until cond holds, the node fails, or timeout_s passes without it.
+ * layer >= 0: the wait is for that layer's aggregate (the timeout names who is missing). */
 static int wait_for(struct ps_node *n, bool (*cond)(struct ps_node *, long), long arg,
-		    const char *what)
+		    const char *what, int layer)
 {
 	struct timespec dl;
 
@@ -405,9 +436,13 @@ static int wait_for(struct ps_node *n, bool (*cond)(struct ps_node *, long), lon
 		if (atomic_load(&n->failed))
 			return -ECANCELED;
 		if (pthread_cond_timedwait(&n->cv, &n->mu, &dl) == ETIMEDOUT && !cond(n, arg)) {
+			char lacks[96] = "";
+
 			pthread_mutex_unlock(&n->mu);
-			ps_fail(n, "worker %d: no progress for %.0f s waiting for %s", n->cfg.rank,
-				n->cfg.timeout_s, what);
+			if (layer >= 0)
+				lacking_pushes(n, layer, lacks, sizeof(lacks));
+			ps_fail(n, "worker %d: no progress for %.0f s waiting for %s%s",
+				n->cfg.rank, n->cfg.timeout_s, what, lacks);
 			pthread_mutex_lock(&n->mu);
 			return -ETIMEDOUT;
 		}
@@ -452,7 +487,7 @@ static bool all_byes(struct ps_node *n, long arg)
 int ps_worker_wait_ready(struct ps_node *n)
 {
 	pthread_mutex_lock(&n->mu);
-	int r = wait_for(n, all_ready, 0, "every server's READY");
+	int r = wait_for(n, all_ready, 0, "every server's READY", -1);
 	pthread_mutex_unlock(&n->mu);
 	return r;
 }
@@ -541,11 +576,24 @@ int ps_node_wait_pull(struct ps_node *n, int layer, uint64_t iter, float *out)
 
 	if (layer < 0 || layer >= n->L || (out && !ps_keeps_data(n)))
 		return -EINVAL;
+	/* What a timeout names: the layer, and the servers whose share of it did not come. */
+	char what[160];
+	int w = snprintf(what, sizeof(what), "layer %d's aggregate of iteration %llu (from server",
+			 layer, (unsigned long long)iter);
+
+	for (int i = 0; i < n->pl.count[layer] && w > 0 && (size_t)w < sizeof(what) - 8; i++) {
+		int s = n->pl.slices[n->pl.first[layer] + i].server;
+
+		if (i == 0 || s != n->pl.slices[n->pl.first[layer] + i - 1].server)
+			w += snprintf(what + w, sizeof(what) - (size_t)w, "%s %d", i ? "," : "", s);
+	}
+	if (w > 0 && (size_t)w < sizeof(what) - 2)
+		strcpy(what + w, ")");
 	pthread_mutex_lock(&n->mu);
 	if (iter >= n->pushed_iter[layer]) /* never pushed: would wait forever */
 		r = -EINVAL;
 	else
-		r = wait_for(n, layer_ready, layer_ready_arg(layer, iter), "a layer's pull");
+		r = wait_for(n, layer_ready, layer_ready_arg(layer, iter), what, layer);
 	if (out)
 		got = n->pull_dst[layer];
 	pthread_mutex_unlock(&n->mu);
@@ -596,7 +644,8 @@ int ps_node_finish(struct ps_node *n, uint64_t *split_sockets)
 
 	pthread_mutex_lock(&n->mu);
 	/* Every iteration ends for the tags before we leave, the last one included. */
-	r = wait_for(n, all_ended, (long)n->begun, "the last iteration's pulls to be acknowledged");
+	r = wait_for(n, all_ended, (long)n->begun, "the last iteration's pulls to be acknowledged",
+		     -1);
 	n->worker_done = true;
 	pthread_mutex_unlock(&n->mu);
 	if (r)
@@ -607,7 +656,7 @@ int ps_node_finish(struct ps_node *n, uint64_t *split_sockets)
 		for (int k = 0; k < n->C; k++)
 			ps_enqueue(n->wconn[s][k], PS_MSG_BYE, -1, 0, 0, 0, NULL, UINT64_MAX);
 	pthread_mutex_lock(&n->mu);
-	r = wait_for(n, all_byes, 0, "every worker's goodbye");
+	r = wait_for(n, all_byes, 0, "every worker's goodbye", -1);
 	pthread_mutex_unlock(&n->mu);
 	return r;
 }

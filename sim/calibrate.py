@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-2-Clause
 """Simulated against emulated: reads the emulated cluster's summary lines (cluster/collect.py,
 one JSON per run; `mercury-ps ideal` lines too) and prints, per cell, the median emulated
 iteration time, the simulated one and the error in %.
@@ -22,8 +23,23 @@ FABRICS = {"egress": "egress", "egress-only": "egress", "egress_only": "egress",
            "prio": "prio", "dscp": "prio", "strict": "prio"}
 
 
+def fabric_of(text, default_fabric):
+    """A line's fabric: a short name, or cluster/lib.sh's description ("full duplex, FIFO
+    ports of ...", "full duplex, 8 strict-priority DSCP queues ...", "egress-only ...")."""
+    text = str(text)
+    if text in FABRICS:
+        return FABRICS[text]
+    if "DSCP" in text:
+        return "prio"
+    if text.startswith("egress"):
+        return "egress"
+    if text.startswith("full duplex"):
+        return "fifo"
+    return default_fabric
+
+
 def cell_of(r, default_fabric):
-    fab = FABRICS.get(str(r.get("fabric", default_fabric)), default_fabric)
+    fab = fabric_of(r.get("fabric", default_fabric), default_fabric)
     if r.get("dscp"):
         fab = "prio"
     mode = r["mode"]

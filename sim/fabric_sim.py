@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-2-Clause
 """Flow-level (fluid) model of one mercury-ps training iteration on a switched fabric.
 
 Every node is a worker and a server (the co-located layout). Each node has an egress link

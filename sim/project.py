@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-2-Clause
 """Projection: simulated iteration times of the five models on 16 to 512 nodes at 10, 25 and
 100 GbE, full-duplex fabric, modes fifo / partition / mercury (FIFO switch ports) /
 mercury+DSCP (strict-priority switch ports) / ideal. A model's projection, not a measurement:

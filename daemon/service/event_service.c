@@ -113,16 +113,32 @@ static int slot_of(struct event_state *ev, uint32_t uid, uint32_t job, bool crea
 	return free_slot;
 }
 
+/* The iteration window of the job in slot i. */
+static void set_window(struct event_state *ev, uint32_t i, struct iter_window w)
+{
+	for (unsigned k = 0; k < ev->policy.njobs; k++)
+		if (ev->policy.jobs[k].job == i)
+			ev->policy.jobs[k].win = w;
+}
+
 static int do_declare(struct event_state *ev, uint32_t uid, uint64_t *mask, const struct mw_msg *m)
 {
 	int slot = slot_of(ev, uid, m->job.job, true);
+	bool claimed;
 	int r;
 
 	if (slot < 0)
 		return slot;
+	claimed = ev->slots[slot].orphan && !ev->slots[slot].refs;
 	r = policy_declare(&ev->policy, (uint32_t)slot, m->job.n_layers, m->job.weight);
 	if (r)
 		return r;
+	/* A job kept from an earlier daemon, declared again by its client: the client's replay
+	 * that follows (its open iterations) is the truth, not the window published before the
+	 * earlier daemon died (iteration ends it never heard would hold that window's oldest
+	 * iteration open for good, and the job's traffic in the later-iteration bands). */
+	if (claimed)
+		set_window(ev, (uint32_t)slot, (struct iter_window){0});
 	if (!(*mask & (1ull << slot))) {
 		*mask |= 1ull << slot;
 		ev->slots[slot].refs++;
@@ -257,7 +273,6 @@ int event_adopt_jobs(struct event_state *ev)
 		return 0;
 	for (uint32_t i = 0; i < POLICY_MAX_JOBS; i++) {
 		struct mercury_job_state js;
-		struct policy_job *j;
 
 		if (bpf_map_lookup_elem(ev->jobs_fd, &i, &js))
 			continue;
@@ -267,13 +282,10 @@ int event_adopt_jobs(struct event_state *ev)
 		ev->slots[i].job = js.job;
 		ev->slots[i].uid = js.uid;
 		ev->slots[i].orphan = true;
-		for (unsigned k = 0; k < ev->policy.njobs; k++) {
-			j = &ev->policy.jobs[k];
-			if (j->job == i)
-				j->win = (struct iter_window){.oldest_open = js.oldest_open,
-							      .ended_mask = js.ended_mask,
-							      .has_open = js.has_open};
-		}
+		set_window(ev, i,
+			   (struct iter_window){.oldest_open = js.oldest_open,
+						.ended_mask = js.ended_mask,
+						.has_open = js.has_open});
 		n++;
 	}
 	return n;

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /* Prometheus text metrics of the data path and the event service (metrics.h). */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
 
@@ -232,10 +234,18 @@ int metrics_write_textfile(const char *dir, const char *pin_root, const struct s
 	snprintf(path, sizeof(path), "%s/mercury.prom", dir);
 	/* node_exporter skips files not ending in .prom: a half-written one is never read */
 	snprintf(tmp, sizeof(tmp), "%s/.mercury.prom.%d", dir, (int)getpid());
-	f = fopen(tmp, "w");
-	if (!f) {
-		snprintf(err, errlen, "cannot write %s: %s", tmp, strerror(errno));
-		return -errno;
+	/* 0644 whatever the umask: node_exporter runs as its own user, and the unit's
+	 * UMask=0077 would leave the file readable by root alone (counters, nothing secret) */
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+
+	if (fd < 0 || fchmod(fd, 0644) || !(f = fdopen(fd, "w"))) {
+		r = -errno;
+		snprintf(err, errlen, "cannot write %s: %s", tmp, strerror(-r));
+		if (fd >= 0) {
+			close(fd);
+			unlink(tmp);
+		}
+		return r;
 	}
 	r = metrics_write(f, pin_root, svc);
 	if (fclose(f) && !r)

@@ -63,6 +63,7 @@ _lib.mercury_send_tensor.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_voi
                                      ctypes.c_uint32, ctypes.c_uint32, ctypes.c_int, ctypes.c_uint64]
 _lib.mercury_send_tensor.restype = ctypes.c_ssize_t
 _lib.mercury_set_reconnect_timeout.argtypes = [ctypes.c_void_p, ctypes.c_int]
+_lib.mercury_daemon_connected.argtypes = [ctypes.c_void_p]
 _lib.mercury_use_fastpath.argtypes = [ctypes.c_void_p, ctypes.c_int]
 _lib.mercury_fastpath_active.argtypes = [ctypes.c_void_p]
 _lib.mercury_tag_counts.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_uint64),
@@ -122,8 +123,14 @@ class Client:
         self.close()
 
     def set_reconnect_timeout(self, ms):
-        """How long a call waits for a restarted daemon (0: fail at once)."""
+        """How long after the daemon's loss a call other than a tag or an iteration event
+        waits for a restarted one (0: fail at once). Tags never wait: while the daemon is
+        gone they raise at once (errno ECONNREFUSED or ENOENT) and the bytes go untagged."""
         _lib.mercury_set_reconnect_timeout(self._c, ms)
+
+    def daemon_connected(self):
+        """False while mercuryd is gone (the client looks for it every 100 ms)."""
+        return bool(_lib.mercury_daemon_connected(self._c))
 
     def use_fastpath(self, on=True):
         """Whether tags may go through the kernel's tag fast path (default: yes)."""

@@ -45,7 +45,7 @@ class _Options(ctypes.Structure):
                 ("timeline", ctypes.c_char_p), ("external_servers", ctypes.c_int),
                 ("colocated_tcp", ctypes.c_int), ("placement", ctypes.c_int),
                 ("job", ctypes.c_uint32), ("weight", ctypes.c_uint32),
-                ("job_band", ctypes.c_int)]
+                ("job_band", ctypes.c_int), ("rcvbuf", ctypes.c_int)]
 
 MAX_WEIGHT = 1000  # include/mercury_wire.h MW_MAX_WEIGHT
 
@@ -90,8 +90,10 @@ class ParameterServer:
     def __init__(self, rank, nodes, hosts, layer_params, mode="mercury", conns=16, bands=8,
                  part=1000000, credit=4000000, bound=1000000, timeout=60.0, timeline=None,
                  external_servers=False, colocated_tcp=False, placement="hash", job=1,
-                 weight=1, job_band=-1):
+                 weight=1, job_band=-1, rcvbuf=16384):
         _check_choices(mode, placement, job, weight, job_band)
+        if not 0 <= int(rcvbuf) <= 64 << 20:
+            raise ValueError("rcvbuf %r: give 0 (autotuning) to %d bytes" % (rcvbuf, 64 << 20))
         if len(hosts) != nodes:
             raise ValueError("%d hosts for %d nodes" % (len(hosts), nodes))
         self.layer_params = list(layer_params)
@@ -100,7 +102,8 @@ class ParameterServer:
         opts = _Options(ctypes.sizeof(_Options), rank, nodes, self._hosts, self._params,
                         len(self.layer_params), MODES[mode], conns, bands, part, credit, bound, float(timeout),
                         timeline.encode() if timeline else None, int(external_servers),
-                        int(colocated_tcp), PLACEMENTS[placement], job, weight, job_band)
+                        int(colocated_tcp), PLACEMENTS[placement], job, weight, job_band,
+                        int(rcvbuf))
         self._ps = ctypes.c_void_p()
         err = ctypes.create_string_buffer(512)
         rc = _lib.mercury_ps_open(ctypes.byref(opts), ctypes.byref(self._ps), err, len(err))
@@ -125,7 +128,8 @@ class ParameterServer:
 
     def wait_pull(self, layer, iteration, address):
         """Blocks until layer's sum over every worker for iteration is at address."""
-        self._check(_lib.mercury_ps_wait_pull(self._ps, layer, iteration, address), "pull")
+        self._check(_lib.mercury_ps_wait_pull(self._ps, layer, iteration, address),
+                    "waiting for layer %d's aggregate of iteration %d" % (layer, iteration))
 
     def pull_ready(self, layer, iteration):
         """True when wait_pull(layer, iteration, ...) would return at once (the sum is
@@ -172,7 +176,7 @@ def _server_binary():
 
 def start_server(rank, nodes, hosts, layer_params, mode="mercury", conns=16, bands=8,
                  part=1000000, credit=4000000, bound=1000000, timeout=60.0, jobs=1,
-                 placement="hash", job=1, weight=1, job_band=-1):
+                 placement="hash", job=1, weight=1, job_band=-1, rcvbuf=16384):
     """Starts `mercury-ps serve` for node rank with the layout a ParameterServer of the same
     arguments (and external_servers=True) expects; it listens on hosts[rank] and exits after
     `jobs` jobs (0: until terminated), or when the thread that started it ends (call it from
@@ -183,5 +187,5 @@ def start_server(rank, nodes, hosts, layer_params, mode="mercury", conns=16, ban
            "--conns", str(conns), "--bands", str(bands), "--part", str(part), "--credit",
            str(credit), "--bound", str(bound), "--timeout", str(timeout), "--jobs", str(jobs),
            "--placement", placement, "--job", str(job), "--weight", str(weight),
-           "--exit-with-parent"] + (["--job-band", str(job_band)] if job_band >= 0 else [])
+           "--rcvbuf", str(int(rcvbuf)), "--exit-with-parent"] + (["--job-band", str(job_band)] if job_band >= 0 else [])
     return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stdin=subprocess.DEVNULL)

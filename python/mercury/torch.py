@@ -259,13 +259,16 @@ class DistributedOptimizer(torch.optim.Optimizer):
     update: Mercury's overlap), mode (fifo, partition, mercury; MERCURY_PS_MODE), timeout,
     conns, bands (MERCURY_BANDS), part, credit, bound, placement (MERCURY_PS_PLACEMENT),
     timeline, colocated_tcp, job and weight (the job's id and weight towards mercuryd:
-    two jobs of one user on a node need different ids; 1 and 1). Any other keyword is a
+    two jobs of one user on a node need different ids; 1 and 1), rcvbuf (each data
+    connection's receive buffer, a bound on its window against incast at switch ports:
+    16384 bytes; 0 = the kernel's autotuning; docs/fabric.md). Any other keyword is a
     TypeError here."""
 
     def __init__(self, optimizer, named_parameters=None, compression=Compression.none,
                  backward_passes_per_step=1, op=Average, *, model=None, mode=None,
                  timeout=60.0, conns=None, bands=None, part=None, credit=None, bound=None,
-                 placement=None, timeline=None, colocated_tcp=None, job=None, weight=None):
+                 placement=None, timeline=None, colocated_tcp=None, job=None, weight=None,
+                 rcvbuf=None):
         if _state["size"] is None:
             raise RuntimeError("mercury.torch: call mt.init() first")
         if not isinstance(optimizer, torch.optim.Optimizer):
@@ -302,7 +305,8 @@ class DistributedOptimizer(torch.optim.Optimizer):
                                               ("part", part), ("credit", credit),
                                               ("bound", bound), ("timeline", timeline),
                                               ("colocated_tcp", colocated_tcp),
-                                              ("job", job), ("weight", weight))
+                                              ("job", job), ("weight", weight),
+                                              ("rcvbuf", rcvbuf))
                             if v is not None}
         # Sockets follow the layer groups of mercuryd's band count: a socket spanning two
         # groups sends packets in two bands and reorders its own stream.

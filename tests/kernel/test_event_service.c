@@ -288,15 +288,16 @@ static void test_users_are_separate(void **state)
 
 /* A tag names (job, layer, iteration); its level follows the published job state: bytes of
  * iteration 6 move up when 5 ends, drop to the default band when the job goes, and a
- * restarted service adopts the job with its window so nothing moves meanwhile. */
+ * restarted service adopts the job with its window so nothing moves meanwhile, until the
+ * job's client declares it again and replays its own window. */
 static void test_levels_follow_the_job_state(void **state)
 {
-	struct mercury_sock_tags t;
+	struct mercury_sock_tags t, t2;
 	struct tag_frame f;
 	struct mw_reply r;
 	uint64_t mask = 0;
 	size_t size = sizeof(struct mw_tag) + sizeof(struct mw_tensor);
-	int a, b;
+	int a, b, a2, b2;
 
 	(void)state;
 	NEED_MAPS();
@@ -328,7 +329,17 @@ static void test_levels_follow_the_job_state(void **state)
 	uint64_t mask2 = 0;
 
 	assert_int_equal(declare(&root_cred, &mask2, 9, 8, 1), 0); /* adopts the same slot */
-	assert_int_equal(resolved_level(&t.ranges[0], 8), 0);
+	/* ... and its client's replay, not the window the earlier service left, is the job's
+	 * state: here the client ended 6 and 7 and began 8 while no service listened, so a
+	 * window kept at 6 would hold iteration 8's bytes in a later band for good */
+	assert_int_equal(iteration(&root_cred, MW_ITER_BEGIN, 9, 8), 0);
+	f.t[0].iteration = 8;
+	tcp_pair(&a2, &b2);
+	assert_int_equal(handle(&root_cred, &mask2, &f, size, a2, &r), 0);
+	t2 = map_tags(a2);
+	assert_int_equal(resolved_level(&t2.ranges[0], 8), 0); /* current, layer 1 */
+	close(a2);
+	close(b2);
 	/* Its last client goes: the job's bytes demote to the default band. */
 	event_client_gone(&ev, mask2);
 	assert_int_equal(resolved_level(&t.ranges[0], 8), -1);

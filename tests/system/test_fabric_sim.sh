@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # sim/fabric_sim.py, the flow model of the PS iteration: its ideal is mercury-ps ideal's number
 # for number, a 2-node case computed by hand, more bandwidth never slower, and calibrate.py
 # reads collect.py-style lines.

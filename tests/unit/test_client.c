@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -132,7 +133,8 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	(void)state;
-	close(listen_fd);
+	if (listen_fd >= 0)
+		close(listen_fd);
 	unlink(sock_path);
 	return 0;
 }
@@ -270,6 +272,97 @@ static void test_daemon_restart_replays_state(void **state)
 	stop(&f2, c);
 }
 
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* The daemon's socket goes away for good (listener closed, file removed). */
+static void daemon_vanishes(void)
+{
+	close(listen_fd);
+	listen_fd = -1;
+	unlink(sock_path);
+}
+
+/* A daemon that is gone costs the data path no wait, however long the reconnect timeout:
+ * after the call that finds it gone, tags and iteration events fail at once. */
+static void test_gone_daemon_never_holds_the_data_path(void **state)
+{
+	struct fake f;
+	struct mercury_client *c = start(&f, 2);
+	int sv[2];
+	double t0, worst = 0;
+
+	(void)state;
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	mercury_set_reconnect_timeout(c, 3000);
+	assert_int_equal(mercury_job_declare(c, 40, 4, 1), 0);
+	assert_int_equal(mercury_daemon_connected(c), 1);
+	daemon_vanishes();
+	t0 = now_s();
+	/* read and not answered: the daemon hangs up */
+	assert_int_equal(mercury_iteration_begin(c, 40, 1), -ENOENT);
+	pthread_join(f.th, NULL);
+	assert_true(now_s() - t0 < 0.5);
+	assert_int_equal(mercury_daemon_connected(c), 0);
+	for (int i = 0; i < 200; i++) {
+		t0 = now_s();
+		assert_int_equal(mercury_iteration_end(c, 40, (uint64_t)i), -ENOENT);
+		assert_int_equal(mercury_tag_next(c, sv[0], 40, 1, MERCURY_PUSH, 1, 10), -ENOENT);
+		if (now_s() - t0 > worst)
+			worst = now_s() - t0;
+	}
+	assert_true(worst < 0.05); /* no call waited (no 3 s, no 100 ms retry) */
+	close(sv[0]);
+	close(sv[1]);
+	mercury_disconnect(c);
+}
+
+/* Iteration events made while the daemon was gone reach the next one: it learns the job and
+ * the window as it is now, within the retry interval of its start, without any call. */
+static void test_events_while_gone_reach_the_next_daemon(void **state)
+{
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	struct fake f1, f2 = {0};
+	struct mercury_client *c = start(&f1, 3);
+	double t0;
+
+	(void)state;
+	assert_int_equal(mercury_job_declare(c, 40, 4, 1), 0);
+	assert_int_equal(mercury_iteration_begin(c, 40, 7), 0);
+	daemon_vanishes();
+	assert_int_equal(mercury_iteration_end(c, 40, 7), -ENOENT); /* read, unanswered */
+	pthread_join(f1.th, NULL);
+	assert_int_equal(mercury_iteration_begin(c, 40, 8), -ENOENT);
+	assert_int_equal(mercury_iteration_begin(c, 40, 9), -ENOENT);
+	assert_int_equal(mercury_iteration_end(c, 40, 9), -ENOENT);
+	/* the daemon returns */
+	strcpy(a.sun_path, sock_path);
+	listen_fd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+	assert_int_equal(bind(listen_fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(listen_fd, 8), 0);
+	assert_int_equal(pthread_create(&f2.th, NULL, fake_daemon, &f2), 0);
+	t0 = now_s();
+	while (!mercury_daemon_connected(c) && now_s() - t0 < 2)
+		usleep(1000);
+	assert_int_equal(mercury_daemon_connected(c), 1);
+	assert_true(now_s() - t0 < 0.5);
+	assert_int_equal(mercury_iteration_end(c, 40, 8), 0);
+	stop(&f2, c); /* joined: its log is read below */
+	assert_int_equal(f2.frames, 4);
+	assert_int_equal(f2.types[0], MW_JOB_DECLARE);
+	assert_int_equal(f2.types[1], MW_ITER_BEGIN); /* the oldest open: 8 */
+	assert_int_equal(f2.iters[1], 8);
+	assert_int_equal(f2.types[2], MW_ITER_END); /* 9 ended ahead of it */
+	assert_int_equal(f2.iters[2], 9);
+	assert_int_equal(f2.types[3], MW_ITER_END); /* then the call */
+	assert_int_equal(f2.iters[3], 8);
+}
+
 static void test_every_code_has_a_message(void **state)
 {
 	const int codes[] = {ENOENT, ECONNREFUSED, EACCES,   ESRCH,	 ERANGE,    EEXIST, EINVAL,
@@ -293,6 +386,10 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_threads_share_one_client, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_daemon_gone, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_daemon_restart_replays_state, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_gone_daemon_never_holds_the_data_path, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_events_while_gone_reach_the_next_daemon, setup,
+					    teardown),
 	    cmocka_unit_test_setup_teardown(test_every_code_has_a_message, setup, teardown),
 	};
 	/* a listener per test: one whose backlog a test filled would refuse the next */

@@ -28,7 +28,7 @@ trap cleanup EXIT
 
 # The root: systemd as init, what the guest test uses, Mercury's package with its dependencies.
 mmdebstrap --quiet --variant=minbase \
-	--include=systemd,systemd-sysv,kmod,iproute2,iputils-ping,iperf3,jq,procps,socat,libbpf1,libnl-route-3-200,libjson-c5,adduser,python3 \
+	--include=systemd,systemd-sysv,kmod,iproute2,iputils-ping,iperf3,jq,procps,socat,libbpf1,libnl-route-3-200,libjson-c5,adduser,python3,prometheus-node-exporter,curl \
 	--customize-hook="copy-in $(echo $debs) /tmp" \
 	--customize-hook='chroot "$1" sh -c "dpkg -i /tmp/*.deb"' \
 	bookworm "$work/root" || { log "mmdebstrap failed"; exit 1; }

@@ -79,6 +79,24 @@ check "journalctl -u mercuryd: serving events" grep -q "serving events on /run/m
 check "journalctl -u mercuryd: the clean exit on SIGTERM" grep -q "signal 15, exiting" <<<"$journal"
 say "journal: $(tr '\n' ';' <<<"$journal" | cut -c1-900)"
 
+# Metrics under the unit: the shipped drop-in, read by Debian's node_exporter (user
+# prometheus) despite the unit's UMask=0077 and ProtectSystem=strict.
+mkdir -p /etc/systemd/system/mercuryd.service.d
+check "install the node_exporter drop-in" cp /usr/share/mercury/node-exporter.conf /etc/systemd/system/mercuryd.service.d/
+systemctl daemon-reload
+check "systemctl start mercuryd with the drop-in" systemctl start mercuryd
+prom=/var/lib/prometheus/node-exporter/mercury.prom
+for _ in $(seq 1 40); do [ -f "$prom" ] && break; sleep 0.5; done
+check "serve writes $prom mode 0644 ($(stat -c %a "$prom" 2>&1))" test "$(stat -c %a "$prom" 2>/dev/null)" = 644
+check "user prometheus can read it" setpriv --reuid=prometheus --regid=prometheus --clear-groups cat "$prom"
+systemctl start prometheus-node-exporter
+for _ in $(seq 1 40); do page=$(curl -s http://127.0.0.1:9100/metrics) && [ -n "$page" ] && break; sleep 0.5; done
+scraped() { grep -q '^mercury_' <<<"$page" && grep -q '^node_textfile_scrape_error 0' <<<"$page"; }
+check "node_exporter serves mercury's metrics ($(grep -c '^mercury_' <<<"$page") series, scrape error $(awk '/^node_textfile_scrape_error / { print $2 }' <<<"$page"))" scraped
+check "systemctl stop mercuryd" systemctl stop mercuryd
+rm -r /etc/systemd/system/mercuryd.service.d
+systemctl daemon-reload
+
 kill "$flow" "$sink" 2>/dev/null
 # Removal takes the data path off every interface; purge leaves nothing of Mercury behind.
 check "systemctl start mercuryd again (va attached)" systemctl start mercuryd
