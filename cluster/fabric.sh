@@ -100,6 +100,7 @@ model_cells() {
 }
 
 for n in $NODE_COUNTS; do
+	CL_PORT_QUEUES=1 CL_PORT_BUF_REAL=2097152
 	CL_FABRIC=duplex cluster_up "$n" "$RATE" mercuryd 2> >(grep -v quantum >&2) || exit 1
 	serve_start || exit 1
 	models=$MODELS
@@ -117,6 +118,7 @@ for n in $NODE_COUNTS; do
 done
 if [ "$TWORACK" = 1 ]; then
 	n=${NODE_COUNTS##* }
+	CL_PORT_QUEUES=1 CL_PORT_BUF_REAL=2097152
 	CL_FABRIC=tworack cluster_up "$n" "$RATE" mercuryd 2> >(grep -v quantum >&2) || exit 1
 	serve_start || exit 1
 	for model in $TWORACK_MODELS; do model_cells "-n$n-tworack" "$model" || exit 1; done
