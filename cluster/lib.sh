@@ -350,6 +350,15 @@ counters() {
 		/proc/net/netstat
 }
 
+# counters_after DIR: every node's counters, the switch drops and the fabric after a run,
+# into DIR as collect.py reads them (c1.<node>, swdrop1, fabric).
+counters_after() {
+	local i
+	for ((i = 0; i < CL_NODES; i++)); do counters "$i" >"$1/c1.$i"; done
+	switch_drops >"$1/swdrop1"
+	fabric_desc >"$1/fabric"
+}
+
 # Drops at the switch ports so far (sum over every port's qdiscs).
 switch_drops() {
 	[ "$CL_FABRIC" = egress ] && { echo 0; return; }
@@ -397,9 +406,7 @@ run_ps() {
 	CL_PIDS=("${saved[@]}")
 	t1=$(date +%s.%N)
 	cpu1=$(cpu_busy_jiffies)
-	for ((i = 0; i < CL_NODES; i++)); do counters "$i" >"$tmp/c1.$i"; done
-	switch_drops >"$tmp/swdrop1"
-	fabric_desc >"$tmp/fabric"
+	counters_after "$tmp"
 	if [ -n "${CL_KEEP_TIMELINES:-}" ]; then
 		cp "$tmp/tl.0" "$CL_KEEP_TIMELINES/$label.$model.tl" 2>/dev/null
 		[ -n "${CL_KEEP_ALL_NODES:-}" ] && for ((i = 0; i < CL_NODES; i++)); do
@@ -542,9 +549,7 @@ run_jobs() {
 	CL_PIDS=("${saved[@]}")
 	t1=$(date +%s.%N)
 	cpu1=$(cpu_busy_jiffies)
-	for ((i = 0; i < CL_NODES; i++)); do counters "$i" >"$tmp/c1.$i"; done
-	switch_drops >"$tmp/swdrop1"
-	fabric_desc >"$tmp/fabric"
+	counters_after "$tmp"
 	for ((j = 0; j < njobs; j++)); do
 		cp "$tmp"/c[01].* "$tmp"/swdrop* "$tmp/fabric" "$tmp/j$j/"
 		if ! jq -es 'length > 0 and all(.[]; .ok)' "$tmp/j$j"/out.* >/dev/null 2>&1; then

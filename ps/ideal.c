@@ -56,6 +56,19 @@ static void priority_link(int n, const double *ready, const double *work, double
 	free(left);
 }
 
+/* Layer l's bytes[l] through one priority link of rate_Bps: each pull completes no earlier
+ * than the link has carried its layer (work and done are scratch). */
+static void pulls_through_link(int L, const double *ready, const double *bytes, double rate_Bps,
+			       double *work, double *done, double *pull)
+{
+	for (int l = 0; l < L; l++)
+		work[l] = bytes[l] / rate_Bps;
+	priority_link(L, ready, work, done);
+	for (int l = 0; l < L; l++)
+		if (done[l] > pull[l])
+			pull[l] = done[l];
+}
+
 double ps_ideal_iteration(const struct ps_ideal_in *in, double *comm_only, double *compute_only)
 {
 	int L = in->nlayers;
@@ -83,23 +96,13 @@ double ps_ideal_iteration(const struct ps_ideal_in *in, double *comm_only, doubl
 		start = t; /* the next forward pass follows the backward pass */
 		for (int l = 0; l < L; l++)
 			pull[l] = ready[l];
-		for (int n = 0; n < in->nodes; n++) {
-			for (int l = 0; l < L; l++)
-				work[l] = in->egress_bytes[n * L + l] / in->rate_Bps;
-			priority_link(L, ready, work, done);
-			for (int l = 0; l < L; l++)
-				if (done[l] > pull[l])
-					pull[l] = done[l];
-		}
+		for (int n = 0; n < in->nodes; n++)
+			pulls_through_link(L, ready, in->egress_bytes + n * L, in->rate_Bps, work,
+					   done, pull);
 		/* the uplink of two racks: one more priority link per direction */
-		for (int d = 0; d < 2 && in->uplink_Bps > 0 && in->uplink_bytes; d++) {
-			for (int l = 0; l < L; l++)
-				work[l] = in->uplink_bytes[d * L + l] / in->uplink_Bps;
-			priority_link(L, ready, work, done);
-			for (int l = 0; l < L; l++)
-				if (done[l] > pull[l])
-					pull[l] = done[l];
-		}
+		for (int d = 0; d < 2 && in->uplink_Bps > 0 && in->uplink_bytes; d++)
+			pulls_through_link(L, ready, in->uplink_bytes + d * L, in->uplink_Bps, work,
+					   done, pull);
 	}
 	if (compute_only) {
 		double c = 0;
