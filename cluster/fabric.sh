@@ -19,7 +19,8 @@
 #
 # Usage: cluster/fabric.sh [--models "resnet50 ..."] [--nodes "4 8"] [--repeat N]
 #        [--iters N] [--buffers "B..."] [--sweep-model M] [--tworack-models "M ..."]
-#        [--no-sweep] [--no-tworack] [--quick] [--out DIR]
+#        [--no-sweep] [--no-tworack] [--tworack-nodes N] [--only-tworack] [--quick]
+#        [--out DIR]
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
@@ -28,7 +29,7 @@ MODELS="resnet50 vgg16 alexnet inception3 bert_base" NODE_COUNTS="4 8" REPEAT=3 
 SCALE=25 PORT_QUEUES=${PORT_QUEUES:-8} OUT=${OUT:-$CL_ROOT/build/bench-fabric}
 # Real per-port buffers of the sweep (bytes; divided by the shrink like the default 2 MiB)
 BUFFERS="524288 8388608 33554432" SWEEP_MODEL=resnet50 TWORACK_MODELS="resnet50 vgg16"
-SWEEP=1 TWORACK=1 PARTITION=1 BIG_NODES_MODELS=${BIG_NODES_MODELS:-"resnet50 vgg16"}
+SWEEP=1 TWORACK=1 PARTITION=1 MAIN=1 TWORACK_NODES=8 BIG_NODES_MODELS=${BIG_NODES_MODELS:-"resnet50 vgg16"}
 # ByteScheduler's best (P, C) per model under MXNet placement, from cluster/tune.sh
 TUNED=${TUNED:-"resnet50:125000:2000000 vgg16:500000:8000000 alexnet:125000:2000000 inception3:125000:500000 bert_base:125000:2000000"}
 while [ $# -gt 0 ]; do
@@ -42,6 +43,8 @@ while [ $# -gt 0 ]; do
 	--tworack-models) TWORACK_MODELS=$2; shift ;;
 	--no-sweep) SWEEP=0 ;;
 	--no-tworack) TWORACK=0 ;;
+	--tworack-nodes) TWORACK_NODES=$2; shift ;;
+	--only-tworack) MAIN=0 ;;
 	--quick) MODELS=resnet50 NODE_COUNTS=4 REPEAT=1 ITERS=3 SWEEP=0 TWORACK=0 ;;
 	--out) OUT=$2; shift ;;
 	-h | --help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
@@ -99,9 +102,11 @@ model_cells() {
 	echo "bench-fabric: $model on $CL_NODES nodes ($tag) done" >&2
 }
 
+[ "$MAIN" = 1 ] || NODE_COUNTS=""
 for n in $NODE_COUNTS; do
 	CL_PORT_QUEUES=1 CL_PORT_BUF_REAL=2097152
-	CL_FABRIC=duplex cluster_up "$n" "$RATE" mercuryd 2> >(grep -v quantum >&2) || exit 1
+	CL_FABRIC=duplex
+	cluster_up "$n" "$RATE" mercuryd 2> >(grep -v quantum >&2) || exit 1
 	serve_start || exit 1
 	models=$MODELS
 	[ "$n" -gt 4 ] && models=$BIG_NODES_MODELS
@@ -117,9 +122,10 @@ for n in $NODE_COUNTS; do
 	cluster_down
 done
 if [ "$TWORACK" = 1 ]; then
-	n=${NODE_COUNTS##* }
+	n=$TWORACK_NODES
 	CL_PORT_QUEUES=1 CL_PORT_BUF_REAL=2097152
-	CL_FABRIC=tworack cluster_up "$n" "$RATE" mercuryd 2> >(grep -v quantum >&2) || exit 1
+	CL_FABRIC=tworack
+	cluster_up "$n" "$RATE" mercuryd 2> >(grep -v quantum >&2) || exit 1
 	serve_start || exit 1
 	for model in $TWORACK_MODELS; do model_cells "-n$n-tworack" "$model" || exit 1; done
 	cluster_down
