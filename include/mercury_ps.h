@@ -56,7 +56,7 @@ struct mercury_ps_options {
 	const uint64_t *layer_params; /* nlayers entries, forward order */
 	int nlayers;
 	enum mercury_ps_mode mode;
-	int conns;	       /* mercury: connections per worker-server pair (16) */
+	int conns;	       /* mercury: connections per worker-server pair (4) */
 	int bands;	       /* mercury: bands of mercuryd's interfaces (8) */
 	uint64_t part, credit; /* partition: parameters per partition / in flight */
 	uint64_t bound;	       /* tensors above this many parameters are sliced over
@@ -84,7 +84,7 @@ struct mercury_ps_options {
 
 #define MERCURY_PS_OPTIONS_INIT                                                                    \
 	{                                                                                          \
-		.sz = sizeof(struct mercury_ps_options), .conns = 16, .bands = 8, .part = 1000000, \
+		.sz = sizeof(struct mercury_ps_options), .conns = 4, .bands = 8, .part = 1000000,  \
 		.credit = 4000000, .bound = 1000000, .timeout_s = 60, .job = 1, .weight = 1,       \
 		.job_band = -1, .rcvbuf = 16384                                                    \
 	}

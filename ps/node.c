@@ -360,7 +360,10 @@ void ps_config_defaults(struct ps_config *c)
 	c->mode = PS_MERCURY;
 	c->nodes = 1;
 	c->port = 9555;
-	c->conns = 16;
+	/* 4 (layer groups share them, in order): with 16, N - 1 workers' sockets towards one
+	 * server overflowed its switch port at 8 nodes or a quarter-MB buffer even with the
+	 * window bound (cluster/RESULTS.md, "Full-duplex fabric") */
+	c->conns = 4;
 	/* 16 KiB (the kernel doubles it): a switch port of a quarter MB still holds what every
 	 * worker's connections to one server have in flight at once; 64 KiB overflowed it
 	 * (cluster/RESULTS.md, "Full-duplex fabric"). */

@@ -51,7 +51,7 @@ static const struct cli_opt ps_opts[] = {
     {"rank", 'r', "R", "this node's rank, 0 to nodes - 1 (0)"},
     {"hosts", 'H', "IP0[:PORT],IP1,...", "every node's address, rank order"},
     {"port", 'P', "P", "server port, 1 to 65535 (9555; local: P, P+1, ...)"},
-    {"conns", 'k', "K", "connections per worker-server pair, mercury mode, 1 to 16 (16)"},
+    {"conns", 'k', "K", "connections per worker-server pair, mercury mode, 1 to 16 (4)"},
     {"rcvbuf", 'F', "B", "mercury: SO_RCVBUF of each data connection's receiver, a bound\n"
 			 "on its bytes in flight so that N-to-1 pushes do not overflow a\n"
 			 "switch port, 0 to 67108864 (16384; 0: kernel autotuning)"},

@@ -87,7 +87,7 @@ class PSError(OSError):
 class ParameterServer:
     """This process's node: a share of the model's tensors served here, and a worker."""
 
-    def __init__(self, rank, nodes, hosts, layer_params, mode="mercury", conns=16, bands=8,
+    def __init__(self, rank, nodes, hosts, layer_params, mode="mercury", conns=4, bands=8,
                  part=1000000, credit=4000000, bound=1000000, timeout=60.0, timeline=None,
                  external_servers=False, colocated_tcp=False, placement="hash", job=1,
                  weight=1, job_band=-1, rcvbuf=16384):
@@ -174,7 +174,7 @@ def _server_binary():
                   "MERCURY_PS_BIN")
 
 
-def start_server(rank, nodes, hosts, layer_params, mode="mercury", conns=16, bands=8,
+def start_server(rank, nodes, hosts, layer_params, mode="mercury", conns=4, bands=8,
                  part=1000000, credit=4000000, bound=1000000, timeout=60.0, jobs=1,
                  placement="hash", job=1, weight=1, job_band=-1, rcvbuf=16384):
     """Starts `mercury-ps serve` for node rank with the layout a ParameterServer of the same
