@@ -60,7 +60,7 @@ def main():
         step0.append(timed(opt.step))
     # Through mercury.torch: the same model and steps.
     model, x = model_and_data()
-    opt = mt.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.01), model,
+    opt = mt.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.01), model=model,
                                   mode="fifo")
     fwd1, bwd1 = [], []
     for i in range(ROUNDS + 2):

@@ -60,7 +60,7 @@ def main():
     r = mt.rank()
     model = make_model()
     base = torch.optim.SGD(model.parameters(), lr=0.01)
-    opt = mt.DistributedOptimizer(base, model, mode="mercury", timeout=a.timeout)
+    opt = mt.DistributedOptimizer(base, model=model, mode="mercury", timeout=a.timeout)
     ckpt = os.path.join(a.out, "ckpt.pt")
     first = [0]
     if a.ckpt_every and os.path.exists(ckpt) and r == 0:
