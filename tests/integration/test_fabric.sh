@@ -9,6 +9,7 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 [ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root"; exit 77; }
 command -v iperf3 >/dev/null || { echo "SKIP: no iperf3 (make deps)"; exit 77; }
+[ -x /usr/bin/python3 ] || { echo "SKIP: needs /usr/bin/python3 (cluster/collect.py)"; exit 77; }
 CL_PFX=mqfab$$
 . "$here/../../cluster/lib.sh"
 [ -x "$PS_BIN" ] && [ -x "$MERCURYD" ] || { echo "SKIP: mercury-ps / mercuryd not built"; exit 77; }
@@ -48,15 +49,15 @@ check "two senders into one node share its 200 Mbit/s downlink (${sum:-?} Mbit/s
 for m in fifo mercury; do
 	run_ps "$out/r.jsonl" "$m" tiny "$m" --iters 2 --chunk 10000 --verify --timeout 20
 	check "$m over FIFO switch ports: every node finished, every pull matched" \
-		"tail -n1 '$out/r.jsonl' | jq -e '.ok' >/dev/null"
+		"[ -s '$out/r.jsonl' ] && tail -n1 '$out/r.jsonl' | jq -e '.mode == \"$m\" and .ok' >/dev/null"
 done
 check "every run reports its fabric, retransmission timeouts and switch drops" \
-	"jq -es 'all(.[]; (.fabric | startswith(\"full duplex\")) and (.timeouts | type) == \"number\" and (.switch_drops | type) == \"number\")' '$out/r.jsonl' >/dev/null"
+	"jq -es 'length == 2 and all(.[]; (.fabric | startswith(\"full duplex\")) and (.timeouts | type) == \"number\" and (.switch_drops | type) == \"number\")' '$out/r.jsonl' >/dev/null"
 
 cluster_ports 4 || { echo "FAIL: DSCP switch ports"; exit 1; }
 run_ps "$out/r.jsonl" mercury-dscp tiny mercury --iters 3 --chunk 10000 --verify --timeout 20
 check "mercury over DSCP strict-priority ports: every node finished, every pull matched, tagged" \
-	"tail -n1 '$out/r.jsonl' | jq -e '.ok and .tagged' >/dev/null"
+	"[ \$(wc -l <'$out/r.jsonl') -eq 3 ] && tail -n1 '$out/r.jsonl' | jq -e '.ok and .tagged' >/dev/null"
 queues=0
 for ((i = 0; i < 3; i++)); do
 	n=$(cl_sw tc -s class show dev "s$i" | awk '/^class htb 5:1[0-9a-f] / { c = 1; next }

@@ -10,6 +10,7 @@
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 [ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root"; exit 77; }
+[ -x /usr/bin/python3 ] || { echo "SKIP: needs /usr/bin/python3 (cluster/collect.py, mercury.ps)"; exit 77; }
 CL_PFX=mqmj$$
 . "$here/../../cluster/lib.sh"
 [ -x "$PS_BIN" ] && [ -x "$MERCURYD" ] || { echo "SKIP: build first"; exit 77; }
