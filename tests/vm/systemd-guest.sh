@@ -25,7 +25,9 @@ check "test network up" ping -c1 -W2 10.9.0.2
 mkdir -p /etc/mercury
 echo "va --qdisc htb --rate 100mbit  # attached as the service starts" >/etc/mercury/interfaces
 
-check "systemctl start mercuryd" systemctl start mercuryd
+# The package enabled the unit, so it started at boot, before va and this configuration
+# existed: a restart reads them, as after an operator's edit.
+check "systemctl restart mercuryd (enabled by the package: started at boot)" systemctl restart mercuryd
 check "it reached READY under its hardening (active, Type=notify)" \
 	test "$(systemctl show -p ActiveState --value mercuryd)" = active
 check "the unit's sandbox is in force (NoNewPrivileges, no CAP_SYS_ADMIN)" sh -c \
