@@ -61,9 +61,9 @@ def main():
     cells = load(sys.argv[1])
     print("| nodes, fabric | model | fifo s | partition (tuned) s | mercury s | mercury + DSCP ports s "
           "| ideal s | mercury vs fifo | share of ideal gain: mercury / + DSCP "
-          "| mercury + DSCP vs partition | retrans % fifo / mercury / + DSCP "
+          "| mercury vs partition | mercury + DSCP vs partition | retrans % fifo / mercury / + DSCP "
           "| timeouts [retransmissions held: original still queued in the sender] fifo / mercury / + DSCP, all runs |")
-    print("|" + "---|" * 12)
+    print("|" + "---|" * 13)
     for (tag, model), d in sorted(cells.items()):
         fabric = next((r.get("fabric") for m in MODES for r in d.get(m, [])), "")
         nodes = next((r.get("nodes") for m in MODES for r in d.get(m, [])), "?")
@@ -83,6 +83,7 @@ def main():
               f"| {cell_text(d.get('mercury-dscp', []))} | {f'{ideal:.3f}' if ideal else '—'} "
               f"| {verdict(t['mercury'], t['fifo'], 'mercury', 'fifo')} "
               f"| {share(t['fifo'], t['mercury'], ideal)} / {share(t['fifo'], t['mercury-dscp'], ideal)} "
+              f"| {verdict(t['mercury'], t['partition'], 'mercury', 'partition')} "
               f"| {verdict(t['mercury-dscp'], t['partition'], 'mercury', 'partition')} "
               f"| {rt} | {to} (runs: {len(d.get('fifo', []))}) |")
 
