@@ -10,6 +10,9 @@
 . "$(dirname "$0")/lib.sh"
 for t in podman mmdebstrap; do command -v "$t" >/dev/null || { echo "SKIP: $t missing (scripts/deps.sh)"; exit 77; }; done
 [ -x /usr/sbin/runc ] || { echo "SKIP: runc missing (crun refuses this machine's cgroup layout)"; exit 77; }
+# Inside a chroot (make test-fresh's bare root) podman has no system of its own to run in.
+[ "$(stat -c %d:%i /)" = "$(stat -c %d:%i /proc/1/root/. 2>/dev/null)" ] ||
+	{ echo "SKIP: inside a chroot: podman needs the machine's own root"; exit 77; }
 ctr=${PFX}c
 image=${MERCURY_IMAGE:-}
 built=
