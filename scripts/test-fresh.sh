@@ -59,7 +59,7 @@ while IFS= read -r line; do
 	t1=$(date +%s)
 	# A login-like environment: Debian's PATH, no host variables leaking in.
 	env -i HOME=/root TERM=dumb LANG=C.UTF-8 PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-		chroot "$fresh/root" /bin/bash -c "cd /src && $line"
+		MERCURY_IN_CHROOT=1 chroot "$fresh/root" /bin/bash -c "cd /src && $line"
 	rc=$?
 	log "README line $n: rc $rc after $(($(date +%s) - t1))s"
 	[ "$rc" -eq 0 ] || fails=$((fails + 1))
