@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-2-Clause
-# Demo: ResNet-50 data-parallel training on a 4-node emulated PS cluster (namespaces, one
-# bridge, 400 Mbit/s htb egress per node = 10 GbE / 25, compute x 25 / shrink), Mercury
-# against vanilla FIFO and ByteScheduler-style partitioning, next to the ideal bound.
+# Demo: ResNet-50 data-parallel training on a 4-node emulated PS cluster (namespaces, a
+# switch namespace, full-duplex 400 Mbit/s links = 10 GbE / 25 with a FIFO switch port of
+# 1 MB towards each node (2 MiB real / shrink 2: cluster/lib.sh), compute x 25 / shrink),
+# Mercury against vanilla FIFO and ByteScheduler-style partitioning, next to the ideal bound.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 MODEL=${MODEL:-resnet50} NODES=${NODES:-4} ITERS=${ITERS:-4} SHRINK=${SHRINK:-2}
