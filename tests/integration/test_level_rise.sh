@@ -47,7 +47,12 @@ done
 # iperf3's intervals start when its client connects, about 0.5 s before t0
 drain=$(echo "${wq:-0} * 8 / 1000000" | bc -l)
 from=$(echo "$t_rise + 0.5 + $drain + 1" | bc -l)
-if [ "$(echo "$from > $SECS - 3" | bc -l)" -eq 1 ]; then
+if [ -z "$wq" ]; then
+	# ss shows no skmem here (the 6.1 guest): the drain is unknown, so B is held to the
+	# link's share over the run's last 3 s (the unbounded guard kept it at 1 Mbit/s to the end)
+	echo "bytes below TCP unknown: B's share checked over the last 3 s"
+	from=$((SECS - 3))
+elif [ "$(echo "$from > $SECS - 3" | bc -l)" -eq 1 ]; then
 	fail "B had ${wq:-?} bytes below TCP: their drain does not fit the run (SECS=$SECS)"
 	from=$((SECS - 3))
 fi
