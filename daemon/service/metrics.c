@@ -48,6 +48,14 @@ static void put_label(FILE *f, const char *v)
 	}
 }
 
+/* One series of an interface's counter: name{iface="..."} value. */
+static void put_iface_count(FILE *f, const char *name, const char *iface, unsigned long long v)
+{
+	fprintf(f, "%s{iface=\"", name);
+	put_label(f, iface);
+	fprintf(f, "\"} %llu\n", v);
+}
+
 static void family(FILE *f, const char *name, const char *type, const char *help)
 {
 	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
@@ -109,14 +117,12 @@ static int iface_metrics(const char *iface, void *arg)
 		}
 		break;
 	case 7:
-		fputs("mercury_order_kept_packets_total{iface=\"", f);
-		put_label(f, iface);
-		fprintf(f, "\"} %llu\n", (unsigned long long)sum.order_kept.packets);
+		put_iface_count(f, "mercury_order_kept_packets_total", iface,
+				sum.order_kept.packets);
 		break;
 	case 10:
-		fputs("mercury_order_released_packets_total{iface=\"", f);
-		put_label(f, iface);
-		fprintf(f, "\"} %llu\n", (unsigned long long)sum.order_released.packets);
+		put_iface_count(f, "mercury_order_released_packets_total", iface,
+				sum.order_released.packets);
 		break;
 	case 8: /* the DSCP export: one series a band while it is on, none when off */
 		for (unsigned b = 0; st.dscp_on && b < st.nbands && b < MERCURY_MAX_BANDS; b++) {
@@ -126,9 +132,8 @@ static int iface_metrics(const char *iface, void *arg)
 		}
 		break;
 	case 9:
-		fputs("mercury_dscp_marked_packets_total{iface=\"", f);
-		put_label(f, iface);
-		fprintf(f, "\"} %llu\n", (unsigned long long)sum.dscp_marked.packets);
+		put_iface_count(f, "mercury_dscp_marked_packets_total", iface,
+				sum.dscp_marked.packets);
 		break;
 	}
 	return 0;
