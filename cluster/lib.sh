@@ -238,7 +238,6 @@ cluster_ports() {
 # cluster_fabric_shrink K: the port buffer for a model shrunk K times (CL_PORT_BUF_REAL / K
 # emulated bytes, unless CL_PORT_BUF was given), applied to every switch port.
 cluster_fabric_shrink() {
-	local i
 	[ -n "$CL_PORT_BUF_SET" ] || CL_PORT_BUF=$((CL_PORT_BUF_REAL / $1))
 	[ "$CL_FABRIC" = egress ] && return 0
 	cluster_ports "$CL_PORT_QUEUES"
