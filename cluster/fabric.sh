@@ -20,21 +20,24 @@
 # Usage: cluster/fabric.sh [--models "resnet50 ..."] [--nodes "4 8"] [--repeat N]
 #        [--iters N] [--buffers "B..."] [--sweep-model M] [--tworack-models "M ..."]
 #        [--no-sweep] [--no-tworack] [--tworack-nodes N] [--only-tworack] [--quick]
-#        [--out DIR]
+#        [--scale S] [--out DIR]
+# --scale S: the emulation's time scale (default 25: links of 10 Gbit/s / 25 = 400 Mbit/s);
+# a larger S runs slower links and longer iterations with the same ratios, so the host's CPU
+# does less per emulated second (to tell a CPU limit from a network one).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 
 MODELS="resnet50 vgg16 alexnet inception3 bert_base" NODE_COUNTS="4 8" REPEAT=3 ITERS=6
-SCALE=25 PORT_QUEUES=${PORT_QUEUES:-8} OUT=${OUT:-$CL_ROOT/build/bench-fabric}
+SCALE=${SCALE:-25} PORT_QUEUES=${PORT_QUEUES:-8} OUT=${OUT:-$CL_ROOT/build/bench-fabric}
 # Real per-port buffers of the sweep (bytes; divided by the shrink like the default 2 MiB)
 BUFFERS="524288 8388608 33554432" SWEEP_MODEL=resnet50 TWORACK_MODELS="resnet50 vgg16"
-SWEEP=1 TWORACK=1 PARTITION=1 MAIN=1 TWORACK_NODES=8 BIG_NODES_MODELS=${BIG_NODES_MODELS:-"resnet50 vgg16"}
+SWEEP=1 TWORACK=1 PARTITION=1 MAIN=1 MODELS_SET=0 TWORACK_NODES=8 BIG_NODES_MODELS=${BIG_NODES_MODELS:-"resnet50 vgg16"}
 # ByteScheduler's best (P, C) per model under MXNet placement, from cluster/tune.sh
 TUNED=${TUNED:-"resnet50:125000:2000000 vgg16:500000:8000000 alexnet:125000:2000000 inception3:125000:500000 bert_base:125000:2000000"}
 while [ $# -gt 0 ]; do
 	case $1 in
-	--models) MODELS=$2; shift ;;
+	--models) MODELS=$2 MODELS_SET=1; shift ;;
 	--nodes) NODE_COUNTS=$2; shift ;;
 	--repeat) REPEAT=$2; shift ;;
 	--iters) ITERS=$2; shift ;;
@@ -46,6 +49,7 @@ while [ $# -gt 0 ]; do
 	--tworack-nodes) TWORACK_NODES=$2; shift ;;
 	--only-tworack) MAIN=0 ;;
 	--quick) MODELS=resnet50 NODE_COUNTS=4 REPEAT=1 ITERS=3 SWEEP=0 TWORACK=0 ;;
+	--scale) SCALE=$2; shift ;;
 	--out) OUT=$2; shift ;;
 	-h | --help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
 	*) echo "bench-fabric: unknown option $1 (--help)" >&2; exit 2 ;;
@@ -54,6 +58,8 @@ while [ $# -gt 0 ]; do
 done
 [[ $REPEAT =~ ^[1-9][0-9]*$ ]] || { echo "bench-fabric: --repeat takes a count >= 1" >&2; exit 2; }
 [[ $ITERS =~ ^[1-9][0-9]*$ ]] || { echo "bench-fabric: --iters takes a count >= 1" >&2; exit 2; }
+[[ $SCALE =~ ^[1-9][0-9]*$ ]] && [ "$SCALE" -le 1000 ] ||
+	{ echo "bench-fabric: --scale takes a whole time scale 1-1000" >&2; exit 2; }
 [ "$(id -u)" -eq 0 ] || { echo "bench-fabric: needs root (namespaces)" >&2; exit 77; }
 [ -x "$PS_BIN" ] && [ -x "$MERCURYD" ] || { echo "bench-fabric: run make first" >&2; exit 1; }
 RATE=$((10000 / SCALE))
@@ -109,7 +115,7 @@ for n in $NODE_COUNTS; do
 	cluster_up "$n" "$RATE" mercuryd 2> >(grep -v quantum >&2) || exit 1
 	serve_start || exit 1
 	models=$MODELS
-	[ "$n" -gt 4 ] && models=$BIG_NODES_MODELS
+	[ "$n" -gt 4 ] && [ "$MODELS_SET" = 0 ] && models=$BIG_NODES_MODELS
 	for model in $models; do model_cells "-n$n" "$model" || exit 1; done
 	if [ "$SWEEP" = 1 ] && [ "$n" = 4 ]; then
 		for b in $BUFFERS; do
