@@ -345,10 +345,13 @@ static int open_maps(struct service *s, char *err, size_t errlen)
 	for (int i = 0; i < GM_COUNT; i++) {
 		s->maps[i] = (struct pinned_map){.name = global_maps[i].name,
 						 .type = global_maps[i].type,
-						 .value_size = global_maps[i].value_size};
+						 .value_size = global_maps[i].value_size,
+						 .fd = -1};
 		if ((r = pinned_map_track(s->pin_root, &s->maps[i], fds[i]))) {
 			snprintf(err, errlen, "cannot inspect the shared maps: %s", strerror(-r));
 			pins_close_globals(fds);
+			for (int j = 0; j <= i; j++)
+				s->maps[j].fd = -1; /* closed just above */
 			return -1;
 		}
 	}
@@ -416,7 +419,8 @@ static void stop(struct service *s, const char *path)
 	if (s->metrics_fd >= 0)
 		close(s->metrics_fd);
 	for (int i = 0; i < GM_COUNT; i++)
-		close(s->maps[i].fd);
+		if (s->maps[i].fd >= 0)
+			close(s->maps[i].fd);
 }
 
 int serve_run(const struct serve_config *cfg, char *err, size_t errlen)
@@ -431,9 +435,11 @@ int serve_run(const struct serve_config *cfg, char *err, size_t errlen)
 	s.listen_fd = s.epoll_fd = s.signal_fd = s.metrics_fd = -1;
 	for (int i = 0; i < SERVE_MAX_CLIENTS; i++)
 		s.clients[i].fd = -1;
-	if (open_maps(&s, err, errlen))
-		return -1;
-	if (start(&s, cfg, err, errlen)) {
+	for (int i = 0; i < GM_COUNT; i++)
+		s.maps[i].fd = -1;
+	/* The listener first: a socket path that cannot be served leaves no pins behind. Clients
+	 * that connect meanwhile wait in the backlog until the loop runs. */
+	if (start(&s, cfg, err, errlen) || open_maps(&s, err, errlen)) {
 		stop(&s, cfg->socket_path);
 		return -1;
 	}

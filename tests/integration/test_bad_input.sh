@@ -78,6 +78,11 @@ exec 9<>/dev/udp/127.0.0.1/9 2>/dev/null && {
 }
 expect_error "tag: level out of range" "--level '16'" mercuryd_s tag --pid $$ --fd 0 --next 10 --level 16
 expect_error "tag: neither --next nor --offset" "either --next" mercuryd_s tag --pid $$ --fd 0 --level 1
+# A socket path that cannot be served: refused before the shared maps are pinned.
+expect_error "serve: socket directory cannot be made" "cannot create /proc/nope" \
+	in_s "$MERCURYD" --pin-root "$PIN_ROOT-serve" serve --socket /proc/nope/x.sock
+check "serve refused: no pins made" test ! -e "$PIN_ROOT-serve"
+rm -rf "$PIN_ROOT-serve"
 mercuryd_s detach va >/dev/null || fail "final detach"
 rmdir /tmp/$PFX-nobpffs
 check "no pins left" test ! -e "$PIN_ROOT"
