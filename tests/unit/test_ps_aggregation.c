@@ -42,7 +42,7 @@ void ps_tag_iteration(struct ps_node *n, uint64_t iter, bool begin)
 		return;
 	int r = n->cfg.rank, from = 0;
 	bool delivered =
-	    !n->drainer_started || ps_drain_slot_done(n, (int)(iter % PS_ITER_SLOTS), &from);
+	    !ps_drain_running(n) || ps_drain_slot_done(n, (int)(iter % PS_ITER_SLOTS), &from);
 
 	pthread_mutex_lock(&marks.mu);
 	marks.out_of_order += marks.ends[r] > 0 && iter != marks.last[r] + 1;
