@@ -9,10 +9,12 @@
 #ifndef MERCURY_PS_CORE_H
 #define MERCURY_PS_CORE_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 
 #include "iter_window.h"
+#include "placement.h"
 #include "ps.h"
 #include "tcp_stream.h" /* tcp_bytes_acked() */
 #include "sendq.h"

@@ -17,6 +17,7 @@
 #include "core.h"
 #include "drain.h"
 #include "tag.h"
+#include "profile.h"
 
 /* Tags are libmercury's business; these tests exercise the PS alone. */
 int ps_tag_open(struct ps_node *n)
