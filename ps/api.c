@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core.h"
 #include "tag.h"
 #include "mercury_ps.h"
 #include "mercury_groups.h"

@@ -1,9 +1,8 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * The primitives every part of a node uses (ps/core.h): the clock, failure (tear everything
- * down once), the event record, the layer -> connection map and queueing a message. They call
- * nothing above them, so node.c, server.c, worker.c and drain.c depend on this file and not
- * on each other's.
+ * down once), the event record, the layer -> connection map, queueing a message and waiting
+ * on the node with a timeout. They call nothing above them.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -117,4 +116,29 @@ int ps_enqueue_at(struct ps_conn *c, uint16_t type, int slice, uint64_t iter, ui
 	if (slice >= 0 && slice < c->node->pl.nslices)
 		it.h.layer = (uint32_t)c->node->pl.slices[slice].layer;
 	return ps_sendq_push(&c->q, &it);
+}
+
+int ps_wait(struct ps_node *n, bool (*cond)(struct ps_node *, long), long arg, const char *what,
+	    ps_explain_fn *why, int layer)
+{
+	struct timespec dl;
+
+	clock_gettime(CLOCK_REALTIME, &dl);
+	dl.tv_sec += (time_t)n->cfg.timeout_s;
+	while (!cond(n, arg)) {
+		if (atomic_load(&n->failed))
+			return -ECANCELED;
+		if (pthread_cond_timedwait(&n->cv, &n->mu, &dl) == ETIMEDOUT && !cond(n, arg)) {
+			char lacks[96] = "";
+
+			pthread_mutex_unlock(&n->mu);
+			if (why)
+				why(n, layer, lacks, sizeof(lacks));
+			ps_fail(n, "worker %d: no progress for %.0f s waiting for %s%s",
+				n->cfg.rank, n->cfg.timeout_s, what, lacks);
+			pthread_mutex_lock(&n->mu);
+			return -ETIMEDOUT;
+		}
+	}
+	return 0;
 }

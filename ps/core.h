@@ -1,16 +1,20 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * What every part of one PS node (server + worker) shares: the node's and its connections' state
- * and core.c's primitives. Each role has its own header for what it offers the others:
- * sendq.h, tag.h, drain.h, worker.h, server.h; node.c (start, stop) sits on top of them all.
+ * What every part of one PS node (server + worker) shares: the node's configuration, placement,
+ * sockets and lock, its connections, and core.c's primitives. Each role keeps its own state
+ * in a struct of its file and has its own header for what it offers the others: sendq.h,
+ * tag.h, drain.h, server.h, worker.h, transport.h; node.c (start, stop, the calls that span
+ * roles) sits on top of them all.
  */
 #ifndef MERCURY_PS_CORE_H
 #define MERCURY_PS_CORE_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 
 #include "iter_window.h"
+#include "placement.h"
 #include "ps.h"
 #include "tcp_stream.h" /* tcp_bytes_acked() */
 #include "sendq.h"
@@ -41,23 +45,6 @@ struct ps_conn {
 	uint64_t acked_base;	      /* the kernel's acknowledged count before any write */
 };
 
-/* A slice this node serves. */
-struct ps_sslice {
-	pthread_mutex_t mu;
-	const struct ps_slice *sl;
-	float *recv[PS_MAX_NODES];
-	float *sum;
-	uint64_t cur_iter;		 /* iteration being aggregated */
-	uint64_t got[PS_MAX_NODES];	 /* contiguous params received from each worker ... */
-	uint64_t got_iter[PS_MAX_NODES]; /* ... in this iteration */
-	uint64_t agg;			 /* params of cur_iter summed and sent */
-};
-
-struct ps_part { /* partition mode: one partition's push + pull, the scheduler's task */
-	uint64_t iter;
-	int part; /* placement's tensor index: ordered by layer, then partition */
-};
-
 struct ps_event {
 	uint64_t iter;
 	int layer;
@@ -66,6 +53,14 @@ struct ps_event {
 	double t0, t1;
 };
 
+/* Each role's own state, defined and allocated by its file (server.c, worker.c, drain.c,
+ * transport.c); the others reach it only through that role's header. */
+struct ps_server_state;
+struct ps_worker_state;
+struct ps_drain_state;
+struct ps_transport_state;
+
+/* What every role of a node shares; the rest is in each role's own state. */
 struct ps_node {
 	struct ps_config cfg;
 	struct ps_placement pl;
@@ -76,61 +71,24 @@ struct ps_node {
 	int *conn_of; /* layer -> connection index, 0 .. K - 1 */
 	uint64_t *orig, *len;
 
-	/* server side */
+	/* The sockets (transport.c opens and closes them; every role queues messages on them) */
 	int listen_fd;
-	struct ps_conn *sconn[PS_MAX_NODES][PS_MAX_PAIR_CONNS];
-	struct ps_sslice *ss; /* indexed by slice; only own slices allocated */
-	int byes;	      /* goodbyes received, one per connection */
-	pthread_t acceptor;
-	bool acceptor_started;
+	struct ps_conn *sconn[PS_MAX_NODES][PS_MAX_PAIR_CONNS]; /* server side: from each worker */
+	struct ps_conn *wconn[PS_MAX_NODES][PS_MAX_PAIR_CONNS]; /* worker side: to each server */
 
-	/* worker side */
-	struct ps_conn *wconn[PS_MAX_NODES][PS_MAX_PAIR_CONNS];
-	pthread_mutex_t mu; /* worker state, byes, readies, events */
+	/* The node lock: guards the roles' state (except a served slice's, s->mu) and wakes
+	 * every waiter of the node (pulls, iteration ends, READY, goodbyes, failure). */
+	pthread_mutex_t mu;
 	pthread_cond_t cv;
-	uint64_t *pulled;      /* per layer: params of the current pull received */
-	uint64_t *ready_iter;  /* per layer: iterations whose pull is complete */
-	double *pull_first;    /* per layer: first pull byte of the current iteration */
-	uint64_t *pushed_iter; /* per layer: the next iteration it may be pushed for */
-	uint64_t *grad_ready;  /* per layer: iterations whose gradient is in place (partition) */
-	int *layers_pulled;    /* per iteration slot: layers whose pull is complete */
-	uint64_t begun;	       /* iterations begun (first push) so far */
-	float **grad, **param; /* per layer: own copies (library/verify), made on first use */
-	/* Per layer (n->mu): where the current push is read from and where its pull lands: the
-	 * own copies, or the caller's buffers (ps_node_push_inplace). */
-	const float **push_src;
-	float **pull_dst;
-	float *shared_grad; /* without verify: one constant buffer for all pushes */
-	/* partition mode (worker.c): rank 0 schedules from a priority queue and announces each
-	 * dispatch (PS_MSG_ORDER); the other ranks dispatch in that order, as they learn it. */
-	struct ps_part *parts; /* rank 0: the queue, a heap by (iteration, tensor) */
-	int nparts, capparts;
-	struct ps_part *order; /* other ranks: announced, not yet dispatched, FIFO */
-	int order_head, norder, caporder;
-	int *part_slice;       /* per placed tensor: its first slice (nparts + 1 entries) */
-	int *part_left;	       /* per placed tensor: slices whose pull has not arrived */
-	uint64_t inflight;     /* parameters pushed whose aggregate has not arrived */
-	uint64_t max_inflight; /* the most ever at once */
-	double engine_free;    /* when the framework engine's last op start-up ends */
-	int readies;
-	int byes_sent; /* our goodbyes actually written */
-	/* Iteration end for the tags (drain.c): the worker has all its pulls and every pull
-	 * the server owes is acknowledged, so the node's older traffic keeps precedence until
-	 * it has arrived. Indexed by iteration % PS_ITER_SLOTS. */
-	uint64_t pulls_written[PS_ITER_SLOTS]; /* (slice, worker) pulls fully written */
-	bool worker_pulled[PS_ITER_SLOTS];
-	uint64_t pulls_owed; /* own slices x workers */
-	bool drain_armed[PS_ITER_SLOTS], drained[PS_ITER_SLOTS];
-	uint64_t drain_iter[PS_ITER_SLOTS];
-	uint64_t drain_target[PS_ITER_SLOTS][PS_MAX_NODES][PS_MAX_PAIR_CONNS]; /* bytes written */
-	pthread_t drainer;
-	pthread_cond_t drain_cv;
-	bool drainer_started;
-	struct iter_window win; /* iterations ended at this node; win.oldest_open: the oldest not */
-	bool worker_done;
-	uint64_t mismatches, pulls_checked;
+	struct iter_window win; /* iterations ended at this node (drain.c); win.oldest_open: the
+				 * oldest not, which held pushes and the worker's finish wait for */
 
-	/* state */
+	struct ps_server_state *server;
+	struct ps_worker_state *worker;
+	struct ps_drain_state *drain;
+	struct ps_transport_state *transport;
+
+	/* failure, counters, tagging, the event record (core.c, tag.c) */
 	atomic_bool failed, closing;
 	char err[256];
 	atomic_uint_fast64_t bytes_sent;
@@ -153,6 +111,13 @@ int ps_enqueue(struct ps_conn *c, uint16_t type, int slice, uint64_t iter, uint6
 /* Same, written no earlier than not_before (ps_now() time). */
 int ps_enqueue_at(struct ps_conn *c, uint16_t type, int slice, uint64_t iter, uint64_t off,
 		  uint64_t len, const void *data, uint64_t key, double not_before);
+/* What a timeout of a wait for layer's data adds to its message (called without n->mu). */
+typedef void ps_explain_fn(struct ps_node *n, int layer, char *buf, size_t size);
+/* Waits (n->mu held) until cond(n, arg) holds: 0; -ECANCELED once the node fails; after
+ * timeout_s without it, the node fails ("worker R: no progress for T s waiting for WHAT",
+ * and what why(n, layer) adds, when why is not NULL) and -ETIMEDOUT. */
+int ps_wait(struct ps_node *n, bool (*cond)(struct ps_node *, long), long arg, const char *what,
+	    ps_explain_fn *why, int layer);
 
 /* Which halves this process runs (cfg.role). */
 static inline bool ps_has_server(const struct ps_node *n)

@@ -12,31 +12,73 @@
  * (common/tcp_stream.c) until each connection's reaches it.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <time.h>
 
 #include "drain.h"
 #include "tag.h"
 
+/* Indexed by iteration % PS_ITER_SLOTS; under n->mu. */
+struct ps_drain_state {
+	uint64_t pulls_written[PS_ITER_SLOTS]; /* (slice, worker) pulls fully written */
+	bool worker_pulled[PS_ITER_SLOTS];     /* the worker has every pull of the iteration */
+	uint64_t pulls_owed;		       /* own slices x workers */
+	bool armed[PS_ITER_SLOTS], drained[PS_ITER_SLOTS];
+	uint64_t iter[PS_ITER_SLOTS];
+	uint64_t target[PS_ITER_SLOTS][PS_MAX_NODES][PS_MAX_PAIR_CONNS]; /* bytes written */
+	pthread_t drainer;
+	pthread_cond_t cv;
+	bool started;
+};
+
 /* 0.2 ms: far below a layer's pull time in any profile. The unit test sets it slower, so
  * that an iteration's end lags its worker. */
 long ps_drain_poll_ns = 200000L;
 
+int ps_drain_init(struct ps_node *n)
+{
+	struct ps_drain_state *d = calloc(1, sizeof(*d));
+
+	if (!d)
+		return -ENOMEM;
+	for (int i = 0; i < n->pl.nslices && ps_has_server(n); i++)
+		if (n->pl.slices[i].server == n->cfg.rank)
+			d->pulls_owed += (uint64_t)n->cfg.nodes;
+	n->drain = d;
+	return 0;
+}
+
+void ps_drain_free(struct ps_node *n)
+{
+	free(n->drain);
+	n->drain = NULL;
+}
+
+bool ps_drain_running(const struct ps_node *n)
+{
+	return n->drain && n->drain->started;
+}
+
 static bool slot_ready(const struct ps_node *n, int i)
 {
+	const struct ps_drain_state *d = n->drain;
+
 	/* a process with one half has the other's side done from the start */
-	return (n->worker_pulled[i] || !ps_has_worker(n)) && n->pulls_written[i] >= n->pulls_owed &&
-	       (!n->drainer_started || n->drained[i]);
+	return (d->worker_pulled[i] || !ps_has_worker(n)) && d->pulls_written[i] >= d->pulls_owed &&
+	       (!d->started || d->drained[i]);
 }
 
 /* n->mu held. */
 static void try_end(struct ps_node *n, int i, uint64_t iter)
 {
+	struct ps_drain_state *d = n->drain;
+
 	if (!slot_ready(n, i))
 		return;
-	n->worker_pulled[i] = false;
-	n->pulls_written[i] = 0;
-	n->drain_armed[i] = false;
-	n->drained[i] = false;
+	d->worker_pulled[i] = false;
+	d->pulls_written[i] = 0;
+	d->armed[i] = false;
+	d->drained[i] = false;
 	iter_window_end(&n->win, iter); /* < PS_ITER_SLOTS apart */
 	ps_tag_iteration(n, iter, false);
 	ps_record(n, 'e', -1, iter, ps_now(), ps_now());
@@ -45,18 +87,19 @@ static void try_end(struct ps_node *n, int i, uint64_t iter)
 
 void ps_iteration_side_done(struct ps_node *n, uint64_t iter, bool worker_side)
 {
+	struct ps_drain_state *d = n->drain;
 	int i = (int)(iter % PS_ITER_SLOTS);
 
 	if (worker_side)
-		n->worker_pulled[i] = true;
-	else if (++n->pulls_written[i] == n->pulls_owed && n->drainer_started) {
+		d->worker_pulled[i] = true;
+	else if (++d->pulls_written[i] == d->pulls_owed && d->started) {
 		for (int w = 0; w < n->cfg.nodes; w++)
 			for (int k = 0; k < n->C; k++)
-				n->drain_target[i][w][k] =
+				d->target[i][w][k] =
 				    n->sconn[w][k] ? atomic_load(&n->sconn[w][k]->written) : 0;
-		n->drain_iter[i] = iter;
-		n->drain_armed[i] = true;
-		pthread_cond_broadcast(&n->drain_cv);
+		d->iter[i] = iter;
+		d->armed[i] = true;
+		pthread_cond_broadcast(&d->cv);
 	}
 	try_end(n, i, iter);
 }
@@ -80,7 +123,7 @@ bool ps_drain_slot_done(struct ps_node *n, int i, int *next)
 		int w = j / n->C, k = j % n->C;
 		struct ps_conn *c = n->sconn[w][k];
 
-		if (c && acked(c) < n->drain_target[i][w][k]) {
+		if (c && acked(c) < n->drain->target[i][w][k]) {
 			*next = j;
 			return false;
 		}
@@ -91,6 +134,7 @@ bool ps_drain_slot_done(struct ps_node *n, int i, int *next)
 static void *drainer(void *arg)
 {
 	struct ps_node *n = arg;
+	struct ps_drain_state *d = n->drain;
 	const struct timespec pause = {0, ps_drain_poll_ns};
 	int polled = -1, next = 0; /* the slot being polled and where its check resumes */
 
@@ -99,11 +143,11 @@ static void *drainer(void *arg)
 		int armed = -1;
 
 		for (int i = 0; i < PS_ITER_SLOTS && armed < 0; i++)
-			if (n->drain_armed[i] && !n->drained[i])
+			if (d->armed[i] && !d->drained[i])
 				armed = i;
 		if (armed < 0) {
 			/* Woken by arming, or by ps_drain_stop() (closing is set by then). */
-			pthread_cond_wait(&n->drain_cv, &n->mu);
+			pthread_cond_wait(&d->cv, &n->mu);
 			continue;
 		}
 		if (armed != polled) {
@@ -118,8 +162,8 @@ static void *drainer(void *arg)
 		pthread_mutex_lock(&n->mu);
 		if (done) {
 			polled = -1; /* a slot is re-armed for a later iteration: start over then */
-			n->drained[armed] = true;
-			try_end(n, armed, n->drain_iter[armed]);
+			d->drained[armed] = true;
+			try_end(n, armed, d->iter[armed]);
 		}
 	}
 	pthread_mutex_unlock(&n->mu);
@@ -128,24 +172,28 @@ static void *drainer(void *arg)
 
 int ps_drain_start(struct ps_node *n)
 {
-	pthread_cond_init(&n->drain_cv, NULL);
-	if (pthread_create(&n->drainer, NULL, drainer, n)) {
-		pthread_cond_destroy(&n->drain_cv);
+	struct ps_drain_state *d = n->drain;
+
+	pthread_cond_init(&d->cv, NULL);
+	if (pthread_create(&d->drainer, NULL, drainer, n)) {
+		pthread_cond_destroy(&d->cv);
 		return -EAGAIN;
 	}
-	pthread_setname_np(n->drainer, "mps-drain");
-	n->drainer_started = true;
+	pthread_setname_np(d->drainer, "mps-drain");
+	d->started = true;
 	return 0;
 }
 
 void ps_drain_stop(struct ps_node *n)
 {
-	if (!n->drainer_started)
+	struct ps_drain_state *d = n->drain;
+
+	if (!d || !d->started)
 		return;
 	pthread_mutex_lock(&n->mu);
-	pthread_cond_broadcast(&n->drain_cv);
+	pthread_cond_broadcast(&d->cv);
 	pthread_mutex_unlock(&n->mu);
-	pthread_join(n->drainer, NULL);
-	pthread_cond_destroy(&n->drain_cv);
-	n->drainer_started = false;
+	pthread_join(d->drainer, NULL);
+	pthread_cond_destroy(&d->cv);
+	d->started = false;
 }

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 
 #include "core.h"
+#include "profile.h"
 
 static int emulate(struct ps_node *n, const struct ps_profile *prof, struct ps_result *res)
 {

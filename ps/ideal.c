@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ps.h"
+#include "ideal.h"
 
 #define IDEAL_ROUNDS 8 /* the recurrence settles after one round; a few more cost nothing */
 

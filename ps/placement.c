@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ps.h"
+#include "placement.h"
 #include "mercury_groups.h"
 
 /* The server holding the fewest (original) parameters so far; the lowest index on a tie. */

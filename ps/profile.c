@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "profile.h"
 #include "ps.h"
 
 static const char *const mode_names[PS_MODE_MAX] = {"fifo", "partition", "mercury"};

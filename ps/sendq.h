@@ -7,7 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "ps.h"
+#include "wire.h"
 
 struct ps_send_item {
 	struct ps_msg_hdr h;

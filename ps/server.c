@@ -14,11 +14,77 @@
  * then pull of one partition) sees it.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "server.h"
-#include "worker.h"
+
+/* A slice this node serves. */
+struct ps_sslice {
+	pthread_mutex_t mu;
+	const struct ps_slice *sl;
+	float *recv[PS_MAX_NODES];
+	float *sum;
+	uint64_t cur_iter;		 /* iteration being aggregated */
+	uint64_t got[PS_MAX_NODES];	 /* contiguous params received from each worker ... */
+	uint64_t got_iter[PS_MAX_NODES]; /* ... in this iteration */
+	uint64_t agg;			 /* params of cur_iter summed and sent */
+};
+
+struct ps_server_state {
+	struct ps_sslice *ss; /* indexed by slice; only own slices' buffers allocated */
+};
+
+int ps_server_init(struct ps_node *n)
+{
+	struct ps_server_state *sv = calloc(1, sizeof(*sv));
+
+	if (!sv)
+		return -ENOMEM;
+	n->server = sv;
+	sv->ss = calloc(n->pl.nslices, sizeof(struct ps_sslice));
+	if (!sv->ss)
+		return -ENOMEM;
+	for (int i = 0; i < n->pl.nslices; i++) {
+		struct ps_sslice *s = &sv->ss[i];
+
+		s->sl = &n->pl.slices[i];
+		if (s->sl->server != n->cfg.rank || !ps_has_server(n))
+			continue;
+		pthread_mutex_init(&s->mu, NULL);
+		s->sum = calloc(s->sl->len, sizeof(float));
+		if (!s->sum)
+			return -ENOMEM;
+		for (int w = 0; w < n->cfg.nodes; w++) {
+			s->recv[w] = calloc(s->sl->len, sizeof(float));
+			s->got_iter[w] = UINT64_MAX;
+			if (!s->recv[w])
+				return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+void ps_server_free(struct ps_node *n)
+{
+	struct ps_server_state *sv = n->server;
+
+	if (!sv)
+		return;
+	if (sv->ss)
+		for (int i = 0; i < n->pl.nslices; i++) {
+			if (!sv->ss[i].sum)
+				continue;
+			free(sv->ss[i].sum);
+			for (int w = 0; w < n->cfg.nodes; w++)
+				free(sv->ss[i].recv[w]);
+			pthread_mutex_destroy(&sv->ss[i].mu);
+		}
+	free(sv->ss);
+	free(sv);
+	n->server = NULL;
+}
 
 /* Sums [from, to) of a slice and tells every worker. Called with s->mu held. */
 static void aggregate(struct ps_node *n, struct ps_sslice *s, uint64_t from, uint64_t to)
@@ -62,10 +128,8 @@ static void try_aggregate(struct ps_node *n, struct ps_sslice *s)
 	}
 }
 
-/* Worker w's push h: its payload read from c's socket or, from this process's own worker
- * (c NULL), copied from src. */
-static int take_push(struct ps_node *n, struct ps_conn *c, int w, const struct ps_msg_hdr *h,
-		     const float *src)
+int ps_server_take_push(struct ps_node *n, struct ps_conn *c, int w, const struct ps_msg_hdr *h,
+			const float *src)
 {
 	struct ps_sslice *s;
 
@@ -74,7 +138,7 @@ static int take_push(struct ps_node *n, struct ps_conn *c, int w, const struct p
 			w, h->slice);
 		return -EPROTO;
 	}
-	s = &n->ss[h->slice];
+	s = &n->server->ss[h->slice];
 	pthread_mutex_lock(&s->mu);
 	if (s->got_iter[w] != h->iter) {
 		s->got_iter[w] = h->iter;
@@ -114,72 +178,29 @@ static int take_push(struct ps_node *n, struct ps_conn *c, int w, const struct p
 	return 0;
 }
 
-static int on_push(struct ps_conn *c, const struct ps_msg_hdr *h)
+void ps_server_lacking_pushes(struct ps_node *n, int layer, char *buf, size_t size)
 {
-	return take_push(c->node, c, c->peer, h, NULL);
-}
+	uint64_t lacks = 0;
+	int w = 0;
 
-int ps_server_local_push(struct ps_node *n, const struct ps_msg_hdr *h, const float *data)
-{
-	return take_push(n, NULL, n->cfg.rank, h, data);
-}
+	buf[0] = 0;
+	if (!n->server || !n->server->ss || !ps_has_server(n))
+		return;
+	for (int i = 0; i < n->pl.count[layer]; i++) {
+		int k = n->pl.first[layer] + i;
+		struct ps_sslice *ss = &n->server->ss[k];
 
-/* Partition mode: rank 0's worker tells us what it dispatched; our worker follows, in this
- * process or, under `serve`, told on its control connection to us. */
-static int on_order(struct ps_conn *c, const struct ps_msg_hdr *h)
-{
-	struct ps_node *n = c->node;
-
-	if (n->cfg.mode != PS_PARTITION || c->peer != 0 || n->cfg.rank == 0 ||
-	    h->off >= (uint64_t)n->pl.nparts) {
-		ps_fail(n, "server %d: unexpected order message from worker %d (tensor %llu)",
-			n->cfg.rank, c->peer, (unsigned long long)h->off);
-		return -EPROTO;
+		if (n->pl.slices[k].server != n->cfg.rank || !ss->sl)
+			continue;
+		pthread_mutex_lock(&ss->mu);
+		for (int v = 0; v < n->cfg.nodes; v++)
+			if (ss->got_iter[v] < ss->cur_iter ||
+			    (ss->got_iter[v] == ss->cur_iter && ss->got[v] < ss->sl->len))
+				lacks |= 1ull << v;
+		pthread_mutex_unlock(&ss->mu);
 	}
-	if (ps_has_worker(n))
-		return ps_worker_order(n, (int)h->off, h->iter);
-	return ps_enqueue(n->sconn[n->cfg.rank][n->K], PS_MSG_ORDER, -1, h->iter, h->off, 0, NULL,
-			  0);
-}
-
-void *ps_server_rx(void *arg)
-{
-	struct ps_conn *c = arg;
-	struct ps_node *n = c->node;
-	struct ps_msg_hdr h;
-	int r = 0;
-
-	for (;;) {
-		r = ps_read_full(c->fd, &h, sizeof(h));
-		if (r)
-			break;
-		if (h.magic != PS_MAGIC) {
-			r = -EPROTO;
-			break;
-		}
-		if (h.type == PS_MSG_PUSH)
-			r = on_push(c, &h);
-		else if (h.type == PS_MSG_ORDER)
-			r = on_order(c, &h);
-		else if (h.type == PS_MSG_BYE) {
-			/* Sent on every connection: its EOF follows on the same stream. */
-			pthread_mutex_lock(&n->mu);
-			if (!c->got_bye) {
-				c->got_bye = true;
-				n->byes++;
-			}
-			pthread_cond_broadcast(&n->cv);
-			pthread_mutex_unlock(&n->mu);
-		} else
-			r = -EPROTO;
-		if (r)
-			break;
-	}
-	pthread_mutex_lock(&n->mu);
-	bool expected = c->got_bye;
-	pthread_mutex_unlock(&n->mu);
-	if (!expected && !atomic_load(&n->closing))
-		ps_fail(n, "server %d: worker %d disconnected mid-iteration (connection %d: %s)",
-			n->cfg.rank, c->peer, c->index, strerror(-r));
-	return NULL;
+	for (int v = 0; v < n->cfg.nodes && (size_t)w + 16 < size; v++)
+		if (lacks & (1ull << v))
+			w += snprintf(buf + w, size - (size_t)w, "%s %d",
+				      w ? "," : "; its share here lacks the push of worker", v);
 }

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "ps.h"
+#include "wire.h"
 
 int ps_read_full(int fd, void *buf, size_t len)
 {

@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +20,8 @@
 #include <json-c/json.h>
 
 #include "ps.h"
+#include "ideal.h"
+#include "profile.h"
 #include "cli_opts.h"
 #include "version.h"
 #include "json_out.h"

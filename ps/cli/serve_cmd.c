@@ -10,6 +10,7 @@
 
 #include "json_out.h"
 #include "serve_cmd.h"
+#include "profile.h"
 
 /* One line per job a server saw to its end (or to its failure). */
 static void print_job(const struct ps_config *c, int job, int rc, const struct ps_result *r,

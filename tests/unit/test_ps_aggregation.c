@@ -17,6 +17,7 @@
 #include "core.h"
 #include "drain.h"
 #include "tag.h"
+#include "profile.h"
 
 /* Tags are libmercury's business; these tests exercise the PS alone. */
 int ps_tag_open(struct ps_node *n)
@@ -42,7 +43,7 @@ void ps_tag_iteration(struct ps_node *n, uint64_t iter, bool begin)
 		return;
 	int r = n->cfg.rank, from = 0;
 	bool delivered =
-	    !n->drainer_started || ps_drain_slot_done(n, (int)(iter % PS_ITER_SLOTS), &from);
+	    !ps_drain_running(n) || ps_drain_slot_done(n, (int)(iter % PS_ITER_SLOTS), &from);
 
 	pthread_mutex_lock(&marks.mu);
 	marks.out_of_order += marks.ends[r] > 0 && iter != marks.last[r] + 1;

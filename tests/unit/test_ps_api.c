@@ -21,6 +21,7 @@
 #include <cmocka.h>
 
 #include "mercury_ps.h"
+#include "placement.h"
 #include "ps.h" /* the server role, as `mercury-ps serve` starts it */
 
 #define NODES 2

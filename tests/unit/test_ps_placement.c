@@ -7,7 +7,8 @@
 #include <cmocka.h>
 #include <math.h>
 
-#include "ps.h"
+#include "ideal.h"
+#include "placement.h"
 
 static void test_big_arrays_split_evenly(void **state)
 {
