@@ -33,18 +33,19 @@
  *    (mercury_tag_batch). Jobs and iterations always go through the daemon.
  *
  * All functions are thread-safe (one request at a time per client; use one client per thread
- * for parallelism; do not use a client in both parent and child after fork()), allocate
- * nothing after mercury_connect(), and return 0 or a negative errno; mercury_strerror()
- * explains each. The answers (the daemon's and the fast path's are the same):
- *   -ESRCH  job not declared by this user     -ERANGE layer outside 1..n_layers
- *   -EPERM  (fast path) the job id is another user's
- *   -EEXIST range overlaps/precedes the socket's last tag
- *   -ENOSPC 32 unacknowledged ranges on the socket, or 64 jobs
- *   -EPROTOTYPE not TCP   -ENOTSOCK not a socket   -ENOTCONN not connected
- *   -EPERM  socket of another user             -EINVAL a field out of range
- *   -EPROTO / -EBADMSG / -EMSGSIZE / -EOPNOTSUPP: library and daemon disagree on the wire
- * and mercury_connect()'s: -ENOENT no socket at the path, -EACCES not in group mercury,
- * -ECONNREFUSED daemon not accepting.
+ * for parallelism), allocate nothing after mercury_connect(), and return 0 or a negative
+ * errno; mercury_strerror() explains each. After fork() a child may go on using its
+ * parent's clients: the child's first call opens its own connection (in the background, as
+ * after a daemon restart: until it is up, calls fail at once as with the daemon gone and
+ * iteration events are kept for it), and a child that never calls never connects. fork()
+ * waits for any call in flight on a client (at most its reply timeout, 2 s). The answers (the
+ * daemon's and the fast path's are the same): -ESRCH  job not declared by this user     -ERANGE
+ * layer outside 1..n_layers -EPERM  (fast path) the job id is another user's -EEXIST range
+ * overlaps/precedes the socket's last tag -ENOSPC 32 unacknowledged ranges on the socket, or 64
+ * jobs -EPROTOTYPE not TCP   -ENOTSOCK not a socket   -ENOTCONN not connected -EPERM  socket of
+ * another user             -EINVAL a field out of range -EPROTO / -EBADMSG / -EMSGSIZE /
+ * -EOPNOTSUPP: library and daemon disagree on the wire and mercury_connect()'s: -ENOENT no socket
+ * at the path, -EACCES not in group mercury, -ECONNREFUSED daemon not accepting.
  */
 #ifndef MERCURY_H
 #define MERCURY_H

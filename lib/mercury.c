@@ -62,6 +62,8 @@ struct mercury_client {
 	pthread_mutex_t state;
 	pthread_cond_t wake; /* the reconnect thread: down set, or stop */
 	pthread_t reconnector;
+	bool reconnector_running;    /* false in a forked child until its first call */
+	struct mercury_client *next; /* the list of clients, for fork() */
 	bool stop;
 	bool down;	      /* also read without `state` (atomic, relaxed) */
 	int down_err;	      /* what calls return while down */
@@ -122,6 +124,87 @@ static int connect_unix(const char *path, int wait_ms)
 
 static void *reconnector(void *arg);
 
+static void init_wake(struct mercury_client *c)
+{
+	pthread_condattr_t ca;
+
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&c->wake, &ca);
+	pthread_condattr_destroy(&ca);
+}
+
+/* The reconnect thread, unless it runs already (c->state held). */
+static int start_reconnector(struct mercury_client *c)
+{
+	int r;
+
+	if (c->reconnector_running)
+		return 0;
+	r = -pthread_create(&c->reconnector, NULL, reconnector, c);
+	if (r == 0) {
+		pthread_setname_np(c->reconnector, "mercury-reconn");
+		c->reconnector_running = true;
+	}
+	return r;
+}
+
+/*
+ * fork(): a child must neither share its parent's connection (their replies would
+ * interleave) nor wait on a lock that a thread of the parent held at the fork. So every client
+ * is on a list whose locks are taken around fork() (in the order the calls take them: lock,
+ * then state) and released on both sides; in the child each client drops the inherited
+ * connection and counts as down, and its reconnect thread (threads do not survive a fork)
+ * starts at the child's first call: a child that never calls (a data-loader worker) never
+ * connects, one that does gets its own connection and replays the jobs to it.
+ */
+static pthread_mutex_t clients_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct mercury_client *clients;
+static pthread_once_t fork_handlers_once = PTHREAD_ONCE_INIT;
+
+static void fork_prepare(void)
+{
+	pthread_mutex_lock(&clients_lock);
+	for (struct mercury_client *c = clients; c; c = c->next) {
+		pthread_mutex_lock(&c->lock);
+		pthread_mutex_lock(&c->state);
+	}
+}
+
+static void fork_parent(void)
+{
+	for (struct mercury_client *c = clients; c; c = c->next) {
+		pthread_mutex_unlock(&c->state);
+		pthread_mutex_unlock(&c->lock);
+	}
+	pthread_mutex_unlock(&clients_lock);
+}
+
+static long long now_ns(void);
+
+static void fork_child(void)
+{
+	for (struct mercury_client *c = clients; c; c = c->next) {
+		if (c->fd >= 0)
+			close(c->fd);
+		c->fd = -1;
+		c->reconnector_running = false;
+		if (!c->down)
+			c->down_since = now_ns();
+		c->down = true;
+		c->down_err = -ECONNREFUSED;
+		init_wake(c); /* the parent's reconnect thread may have been waiting on it */
+		pthread_mutex_unlock(&c->state);
+		pthread_mutex_unlock(&c->lock);
+	}
+	pthread_mutex_unlock(&clients_lock);
+}
+
+static void register_fork_handlers(void)
+{
+	pthread_atfork(fork_prepare, fork_parent, fork_child);
+}
+
 static void set_timeouts(int fd, int ms)
 {
 	struct timeval tv = {.tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000};
@@ -166,16 +249,19 @@ API int mercury_connect(const char *path, struct mercury_client **out)
 		return r;
 	}
 	set_timeouts(c->fd, REPLY_TIMEOUT_MS);
-	pthread_condattr_t ca;
 	int r;
 
 	pthread_mutex_init(&c->lock, NULL);
 	pthread_mutex_init(&c->state, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&c->wake, &ca);
-	pthread_condattr_destroy(&ca);
-	r = -pthread_create(&c->reconnector, NULL, reconnector, c);
+	init_wake(c);
+	pthread_once(&fork_handlers_once, register_fork_handlers);
+	pthread_mutex_lock(&clients_lock);
+	r = start_reconnector(c);
+	if (r == 0) {
+		c->next = clients;
+		clients = c;
+	}
+	pthread_mutex_unlock(&clients_lock);
 	if (r) {
 		close(c->fd);
 		pthread_cond_destroy(&c->wake);
@@ -184,7 +270,6 @@ API int mercury_connect(const char *path, struct mercury_client **out)
 		free(c);
 		return r;
 	}
-	pthread_setname_np(c->reconnector, "mercury-reconn");
 	*out = c;
 	return 0;
 }
@@ -193,11 +278,20 @@ API void mercury_disconnect(struct mercury_client *c)
 {
 	if (!c)
 		return;
+	pthread_mutex_lock(&clients_lock);
+	for (struct mercury_client **p = &clients; *p; p = &(*p)->next)
+		if (*p == c) {
+			*p = c->next;
+			break;
+		}
+	pthread_mutex_unlock(&clients_lock);
 	pthread_mutex_lock(&c->state);
 	c->stop = true;
 	pthread_cond_signal(&c->wake);
+	bool running = c->reconnector_running;
 	pthread_mutex_unlock(&c->state);
-	pthread_join(c->reconnector, NULL);
+	if (running)
+		pthread_join(c->reconnector, NULL);
 	if (c->fd >= 0)
 		close(c->fd);
 	pthread_cond_destroy(&c->wake);
@@ -486,6 +580,7 @@ static int request_once(struct mercury_client *c, void *frame, size_t len, int s
 	*down = false;
 	if (__atomic_load_n(&c->down, __ATOMIC_ACQUIRE)) {
 		pthread_mutex_lock(&c->state);
+		start_reconnector(c); /* a forked child's first call; else it runs already */
 		if (c->down) {
 			if (iteration_frame(frame))
 				record(c, frame);

@@ -17,6 +17,7 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -363,6 +364,55 @@ static void test_events_while_gone_reach_the_next_daemon(void **state)
 	assert_int_equal(f2.iters[3], 8);
 }
 
+/* The child of a fork(): its part of test_forked_child_gets_its_own_connection, with exit
+ * status 0 when its calls went over a connection of its own, the job replayed first. */
+static int forked_child(struct mercury_client *c)
+{
+	struct fake fc = {0};
+	double t0 = now_s();
+	int down, r;
+
+	if (pthread_create(&fc.th, NULL, fake_daemon, &fc))
+		return 2;
+	down = mercury_iteration_begin(c, 40, 1); /* at once: the child's connection is not up */
+	while (!mercury_daemon_connected(c) && now_s() - t0 < 3)
+		usleep(10000);
+	r = mercury_iteration_end(c, 40, 1);
+	mercury_disconnect(c);
+	pthread_join(fc.th, NULL);
+	if (down != -ECONNREFUSED || r != 0 || fc.frames != 3)
+		return 3;
+	return fc.types[0] == MW_JOB_DECLARE && fc.types[1] == MW_ITER_BEGIN && fc.iters[1] == 1 &&
+		       fc.types[2] == MW_ITER_END
+		   ? 0
+		   : 4;
+}
+
+/* After fork() the child's calls go over a connection of its own (never the parent's, whose
+ * replies would interleave), and the parent's client goes on over its own. */
+static void test_forked_child_gets_its_own_connection(void **state)
+{
+	struct fake f;
+	struct mercury_client *c = start(&f, 0);
+	int status = -1;
+	pid_t pid;
+
+	(void)state;
+	assert_int_equal(mercury_job_declare(c, 40, 4, 2), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		_exit(forked_child(c));
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	assert_int_equal(mercury_iteration_begin(c, 40, 5), 0);
+	stop(&f, c);
+	assert_int_equal(f.frames, 2); /* the declare and the parent's own call */
+	assert_int_equal(f.types[1], MW_ITER_BEGIN);
+	assert_int_equal(f.iters[1], 5);
+}
+
 static void test_every_code_has_a_message(void **state)
 {
 	const int codes[] = {ENOENT, ECONNREFUSED, EACCES,   ESRCH,	 ERANGE,    EEXIST, EINVAL,
@@ -389,6 +439,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_gone_daemon_never_holds_the_data_path, setup,
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_events_while_gone_reach_the_next_daemon, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_forked_child_gets_its_own_connection, setup,
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_every_code_has_a_message, setup, teardown),
 	};
