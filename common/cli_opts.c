@@ -145,17 +145,16 @@ static int number_error(const struct cli_opt *o, const char *arg, int r, char *e
 	unsigned long long max;
 
 	if (o->type == CLI_DOUBLE) {
-		snprintf(err, errlen, "--%s '%s': %s; give a number from %g to %g", o->name, arg,
-			 what, o->dmin, o->dmax);
+		snprintf(err, errlen, "--%s '%s': %s; give %g to %g", o->name, arg, what, o->dmin,
+			 o->dmax);
 		return -EINVAL;
 	}
 	int_bounds(o, &min, &max);
 	if (max >= LLONG_MAX) /* no bound above worth a number */
-		snprintf(err, errlen, "--%s '%s': %s; give a number of %lld or more", o->name, arg,
-			 what, min);
+		snprintf(err, errlen, "--%s '%s': %s; give %lld or more", o->name, arg, what, min);
 	else
-		snprintf(err, errlen, "--%s '%s': %s; give a number from %lld to %llu", o->name,
-			 arg, what, min, max);
+		snprintf(err, errlen, "--%s '%s': %s; give %lld to %llu", o->name, arg, what, min,
+			 max);
 	return -EINVAL;
 }
 

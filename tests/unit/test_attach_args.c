@@ -107,9 +107,9 @@ static void test_attach_errors(void **state)
 	expect_attach_error(ARGV("attach"), 1, "needs an interface");
 	expect_attach_error(ARGV("attach", "a", "b"), 3, "extra 'b'");
 	expect_attach_error(ARGV("attach", "a", "--qdisc", "fq"), 4, "unknown qdisc 'fq'");
-	expect_attach_error(ARGV("attach", "a", "--bands", "1"), 4, "from 2 to 16");
-	expect_attach_error(ARGV("attach", "a", "--bands", "17"), 4, "from 2 to 16");
-	expect_attach_error(ARGV("attach", "a", "--bands", "4x"), 4, "from 2 to 16");
+	expect_attach_error(ARGV("attach", "a", "--bands", "1"), 4, "give 2 to 16");
+	expect_attach_error(ARGV("attach", "a", "--bands", "17"), 4, "give 2 to 16");
+	expect_attach_error(ARGV("attach", "a", "--bands", "4x"), 4, "give 2 to 16");
 	expect_attach_error(ARGV("attach", "a", "--rate", "x"), 4, "--rate 'x'");
 	expect_attach_error(ARGV("attach", "a", "--bands", "4", "--default-band", "4"), 6,
 			    "not below --bands 4");

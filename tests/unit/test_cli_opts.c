@@ -260,17 +260,16 @@ static void test_every_type(void **state)
 static void test_bounds(void **state)
 {
 	(void)state;
-	EXPECT_ERROR("--n '0': out of range; give a number from 1 to 16", "--n", "0");
-	EXPECT_ERROR("--n '17': out of range; give a number from 1 to 16", "--n", "17");
-	EXPECT_ERROR("--n '4x': not a number; give a number from 1 to 16", "--n", "4x");
+	EXPECT_ERROR("--n '0': out of range; give 1 to 16", "--n", "0");
+	EXPECT_ERROR("--n '17': out of range; give 1 to 16", "--n", "17");
+	EXPECT_ERROR("--n '4x': not a number; give 1 to 16", "--n", "4x");
 	EXPECT_ERROR("--n '': not a number", "--n", "");
-	EXPECT_ERROR("--small '128': out of range; give a number from -128 to 127", "--small",
-		     "128");
-	EXPECT_ERROR("--port '-1': out of range; give a number from 1 to 65535", "--port", "-1");
+	EXPECT_ERROR("--small '128': out of range; give -128 to 127", "--small", "128");
+	EXPECT_ERROR("--port '-1': out of range; give 1 to 65535", "--port", "-1");
 	EXPECT_ERROR("--port '65536'", "--port", "65536");
-	EXPECT_ERROR("--big '18446744073709551616': out of range; give a number of 0 or more",
-		     "--big", "18446744073709551616");
-	EXPECT_ERROR("--scale '2.5': out of range; give a number from 0.5 to 2", "--scale", "2.5");
+	EXPECT_ERROR("--big '18446744073709551616': out of range; give 0 or more", "--big",
+		     "18446744073709551616");
+	EXPECT_ERROR("--scale '2.5': out of range; give 0.5 to 2", "--scale", "2.5");
 	EXPECT_ERROR("--scale 'nan': out of range", "--scale", "nan");
 	EXPECT_ERROR("--rate 'fast': not a rate", "--rate", "fast");
 	EXPECT_ERROR("unknown mode 'lifo' for --mode: use fifo, partition or mercury", "--mode",
