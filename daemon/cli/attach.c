@@ -88,7 +88,10 @@ int do_attach(const struct cli_ctx *ctx, int argc, char **argv)
 		return 2;
 	}
 	if (a.help) {
-		cli_usage(stdout, &attach_command);
+		struct attach_args d;
+
+		attach_args_defaults(&d);
+		cli_usage(stdout, &attach_command, &d);
 		return 0;
 	}
 	if (a.from)

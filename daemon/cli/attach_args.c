@@ -1,37 +1,68 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /* Parsing of attach and tag arguments, kept apart from the syscalls so it can be tested. */
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include "attach_args.h"
 #include "tc/band_plan.h"
 
-static const struct cli_opt attach_opts[] = {
-    {"qdisc", 'q', "auto|mqprio|prio|ets|htb|tbf",
-     "backend (default auto: mqprio with NIC offload, prio, ets, htb, tbf)"},
-    {"bands", 'b', "N", "number of priority bands (default 8; tbf+pfifo_fast has 3)"},
-    {"rate", 'r', "R", "bottleneck rate for htb and tbf, e.g. 200mbit, 10gbit"},
-    {"default-band", 'd', "B", "band of untagged traffic (default: the last, least urgent)"},
-    {"hook", 'k', "auto|tcx|clsact", "tcx (kernel >= 6.6), clsact, or auto (tcx, else clsact)"},
-    {"dscp", 'D', "off|default|D0,D1,...",
-     "also write each tagged packet's band as DSCP into its IP header,\n"
-     "for switches with DSCP-to-queue maps: default is CS5,CS4,CS3,CS2\n"
-     "for bands 0..3 and CS0 after; or one value (0..63, cs0..cs7,\n"
-     "af11..af43, ef) per band, band 0 first, the last repeated\n"
-     "(default: off; untagged packets are never rewritten)"},
-    {"force", 'f', NULL,
-     "replace a root qdisc Mercury did not create (detach restores it),\n"
-     "or re-attach with other settings"},
-    {"from", 'F', "FILE",
-     "attach every interface FILE lists, one '<iface> [options]' a line\n"
-     "('#' comments; no FILE: nothing to do), as the service starts;\n"
-     "alone, instead of <iface>"},
-    {NULL, 0, NULL, NULL},
+static const struct cli_enum backend_names[] = {
+    {"auto", MERCURY_BACKEND_NONE},
+    {"mqprio", MERCURY_BACKEND_MQPRIO},
+    {"prio", MERCURY_BACKEND_PRIO},
+    {"ets", MERCURY_BACKEND_ETS},
+    {"htb", MERCURY_BACKEND_HTB},
+    {"tbf", MERCURY_BACKEND_TBF},
+    {NULL, 0},
 };
+
+static const struct cli_enum hook_names[] = {
+    {"auto", MERCURY_HOOK_NONE},
+    {"tcx", MERCURY_HOOK_TCX},
+    {"clsact", MERCURY_HOOK_CLSACT},
+    {NULL, 0},
+};
+
+static int dscp_field(const char *arg, void *field, char *err, size_t errlen)
+{
+	return dscp_opt_parse(arg, field, err, errlen);
+}
+
+#define A(member) CLI_FIELD(struct attach_args, member)
+
+/* clang-format off */
+static const struct cli_opt attach_opts[] = {
+    {.name = "iface", .positional = true, .type = CLI_STRING, A(iface), .arg = "<iface>"},
+    {.name = "qdisc", .type = CLI_ENUM, A(backend), .names = backend_names,
+     .arg = "auto|mqprio|prio|ets|htb|tbf",
+     .help = "backend (default auto: mqprio with NIC offload, prio, ets, htb, tbf)", .def = ""},
+    {.name = "bands", .type = CLI_UINT, A(bands), .min = 2, .max = MERCURY_MAX_BANDS, .arg = "N",
+     .help = "number of priority bands", .def = "8; tbf+pfifo_fast has 3"},
+    {.name = "rate", .type = CLI_RATE, A(rate_bps), .arg = "R",
+     .help = "bottleneck rate for htb and tbf, e.g. 200mbit, 10gbit"},
+    {.name = "default-band", .type = CLI_INT, A(default_band), .min = 0,
+     .max = MERCURY_MAX_BANDS - 1, .arg = "B", .help = "band of untagged traffic",
+     .def = "the last, least urgent"},
+    {.name = "hook", .type = CLI_ENUM, A(hook), .names = hook_names, .arg = "auto|tcx|clsact",
+     .help = "tcx (kernel >= 6.6), clsact, or auto (tcx, else clsact)", .def = ""},
+    {.name = "dscp", .type = CLI_CUSTOM, A(dscp), .parse = dscp_field,
+     .arg = "off|default|D0,D1,...",
+     .help = "also write each tagged packet's band as DSCP into its IP header, for switches "
+	     "with DSCP-to-queue maps: default is CS5,CS4,CS3,CS2 for bands 0..3 and CS0 "
+	     "after; or one value (0..63, cs0..cs7, af11..af43, ef) per band, band 0 first, "
+	     "the last repeated", .def = "off; untagged packets are never rewritten"},
+    {.name = "force", .short_name = 'f', .type = CLI_FLAG, A(force),
+     .help = "replace a root qdisc Mercury did not create (detach restores it), or "
+	     "re-attach with other settings"},
+    {.name = "from", .type = CLI_STRING, A(from), .arg = "FILE",
+     .help = "attach every interface FILE lists, one '<iface> [options]' a line ('#' "
+	     "comments; no FILE: nothing to do), as the service starts; alone, instead of "
+	     "<iface>"},
+    {.type = CLI_END},
+};
+/* clang-format on */
 
 const struct cli_command attach_command = {
     .name = "attach",
@@ -41,22 +72,35 @@ const struct cli_command attach_command = {
     .opts = attach_opts,
 };
 
+#define T(member) CLI_FIELD(struct tag_args, member)
+
+/* clang-format off */
 static const struct cli_opt tag_opts[] = {
-    {"pid", 'p', "P", "the process owning the socket"},
-    {"fd", 'F', "F", "the socket's file descriptor in that process"},
-    {"next", 'n', "N", "tag the next N bytes the process writes"},
-    {"offset", 'o', "S",
-     "with --len: bytes [S, S+N) in the classifier's stream offsets\n"
-     "(tcpi_bytes_acked based: an actively opened socket's first\n"
-     "byte is 1, an accepted socket's is 0)"},
-    {"len", 'l', "N", "the length of the --offset range"},
-    {"level", 'L', "L", "priority level (0 most urgent)"},
-    {"show", 's', NULL,
-     "print the socket's tagged ranges, the level each resolves to\n"
-     "now, and its position"},
-    {"clear", 'c', NULL, "remove all of the socket's tags"},
-    {NULL, 0, NULL, NULL},
+    {.name = "pid", .type = CLI_INT, T(pid), .min = 0, .max = (1 << 30) - 1, .arg = "P",
+     .help = "the process owning the socket", .def = ""},
+    {.name = "fd", .type = CLI_INT, T(fd), .min = 0, .max = (1 << 30) - 1, .arg = "F",
+     .help = "the socket's file descriptor in that process", .def = ""},
+    {.name = "next", .type = CLI_UINT, T(next), .min = 1, .max = UINT64_MAX,
+     .seen = CLI_SEEN(struct tag_args, have_next), .arg = "N",
+     .help = "tag the next N bytes the process writes"},
+    {.name = "offset", .type = CLI_UINT, T(offset), .seen = CLI_SEEN(struct tag_args, have_offset),
+     .arg = "S",
+     .help = "with --len: bytes [S, S+N) in the classifier's stream offsets\n"
+	     "(tcpi_bytes_acked based: an actively opened socket's first\n"
+	     "byte is 1, an accepted socket's is 0)"},
+    {.name = "len", .type = CLI_UINT, T(len), .min = 1, .max = UINT64_MAX,
+     .seen = CLI_SEEN(struct tag_args, have_len), .arg = "N",
+     .help = "the length of the --offset range"},
+    {.name = "level", .type = CLI_UINT, T(level), .min = 0, .max = MERCURY_MAX_LEVELS - 1,
+     .seen = CLI_SEEN(struct tag_args, have_level), .arg = "L",
+     .help = "priority level, 0 the most urgent"},
+    {.name = "show", .type = CLI_FLAG, T(show),
+     .help = "print the socket's tagged ranges, the level each resolves to now, and its "
+	     "position"},
+    {.name = "clear", .type = CLI_FLAG, T(clear), .help = "remove all of the socket's tags"},
+    {.type = CLI_END},
 };
+/* clang-format on */
 
 const struct cli_command tag_command = {
     .name = "tag",
@@ -69,121 +113,44 @@ const struct cli_command tag_command = {
     .after = "The socket is borrowed with pidfd_getfd(2) and closed again at once.",
 };
 
-int parse_uint(const char *s, uint64_t limit, uint64_t *out)
+/* Non-negative integer below `limit`, whole string. */
+static int parse_uint(const char *s, uint64_t limit, uint64_t *out)
 {
-	char *end;
-	unsigned long long v;
-
-	if (!s || !*s || *s == '-' || *s == '+')
-		return -EINVAL;
-	errno = 0;
-	v = strtoull(s, &end, 0);
-	if (errno || *end || v >= limit)
-		return -EINVAL;
-	*out = v;
-	return 0;
+	return s && cli_parse_u64(s, 0, limit - 1, out) == 0 ? 0 : -EINVAL;
 }
 
-/* getopt's ':' (missing value) and '?' (unknown option), as one-line errors. */
-static int option_error(char *err, size_t errlen, int c, char **argv, const char *verb)
+void attach_args_defaults(struct attach_args *a)
 {
-	if (c == ':')
-		snprintf(err, errlen, "option '%s' needs a value", argv[optind - 1]);
-	else
-		snprintf(err, errlen, "unknown option '%s'; see mercuryd %s --help",
-			 argv[optind - 1], verb);
-	return -EINVAL;
+	memset(a, 0, sizeof(*a));
+	a->default_band = -1;
 }
 
 int attach_args_parse(int argc, char **argv, struct attach_args *a, char *err, size_t errlen)
 {
-	uint64_t v;
-	int c;
+	struct attach_args only_from;
+	int r;
 
-	memset(a, 0, sizeof(*a));
-	a->default_band = -1;
-	optind = 0;
-	opterr = 0;
-	while ((c = cli_getopt(&attach_command, argc, argv, ":fh")) != -1) {
-		switch (c) {
-		case 'q':
-			if (backend_from_name(optarg, &a->backend)) {
-				snprintf(
-				    err, errlen,
-				    "unknown qdisc '%s': use auto, mqprio, prio, ets, htb or tbf",
-				    optarg);
-				return -EINVAL;
-			}
-			break;
-		case 'b':
-			if (parse_uint(optarg, MERCURY_MAX_BANDS + 1, &v) || v < 2) {
-				snprintf(err, errlen, "--bands '%s': give a number from 2 to %d",
-					 optarg, MERCURY_MAX_BANDS);
-				return -EINVAL;
-			}
-			a->bands = (unsigned)v;
-			break;
-		case 'r':
-			if (parse_rate(optarg, &a->rate_bps)) {
-				snprintf(err, errlen,
-					 "--rate '%s': give a rate like 200mbit, 10gbit or 125mbps",
-					 optarg);
-				return -EINVAL;
-			}
-			break;
-		case 'd':
-			if (parse_uint(optarg, MERCURY_MAX_BANDS, &v)) {
-				snprintf(err, errlen,
-					 "--default-band '%s': give a band number from 0", optarg);
-				return -EINVAL;
-			}
-			a->default_band = (int)v;
-			break;
-		case 'k':
-			if (strcmp(optarg, "auto") == 0)
-				a->hook = MERCURY_HOOK_NONE;
-			else if (strcmp(optarg, "tcx") == 0)
-				a->hook = MERCURY_HOOK_TCX;
-			else if (strcmp(optarg, "clsact") == 0)
-				a->hook = MERCURY_HOOK_CLSACT;
-			else {
-				snprintf(err, errlen, "--hook '%s': use auto, tcx or clsact",
-					 optarg);
-				return -EINVAL;
-			}
-			break;
-		case 'D':
-			if (dscp_opt_parse(optarg, &a->dscp, err, errlen))
-				return -EINVAL;
-			break;
-		case 'f':
-			a->force = true;
-			break;
-		case 'F':
-			a->from = optarg;
-			break;
-		case 'h':
-			a->help = true;
-			return 0;
-		default:
-			return option_error(err, errlen, c, argv, "attach");
-		}
+	attach_args_defaults(a);
+	r = cli_parse(&attach_command, argc, argv, a, NULL, err, errlen);
+	if (r == CLI_HELP) {
+		a->help = true;
+		return 0;
 	}
+	if (r)
+		return r;
 	if (a->from) {
-		if (optind != argc || argc != 3) {
+		attach_args_defaults(&only_from);
+		only_from.from = a->from;
+		if (memcmp(&only_from, a, sizeof(*a))) {
 			snprintf(err, errlen, "--from FILE takes no interface or other option");
 			return -EINVAL;
 		}
 		return 0;
 	}
-	if (optind != argc - 1) {
-		snprintf(err, errlen,
-			 optind >= argc ? "attach needs an interface name"
-					: "attach takes one interface, got extra '%s'",
-			 argv[optind < argc ? argc - 1 : 0]);
+	if (!a->iface) {
+		snprintf(err, errlen, "attach needs an interface name");
 		return -EINVAL;
 	}
-	a->iface = argv[optind];
 	if (a->bands && a->default_band >= (int)a->bands) {
 		snprintf(err, errlen, "--default-band %d is not below --bands %u", a->default_band,
 			 a->bands);
@@ -260,83 +227,25 @@ int dscp_opt_parse(const char *s, struct dscp_opt *d, char *err, size_t errlen)
 	return 0;
 }
 
-int tag_args_parse(int argc, char **argv, struct tag_args *a, char *err, size_t errlen)
+void tag_args_defaults(struct tag_args *a)
 {
-	uint64_t v;
-	int c;
-
 	memset(a, 0, sizeof(*a));
 	a->pid = -1;
 	a->fd = -1;
-	optind = 0;
-	opterr = 0;
-	while ((c = cli_getopt(&tag_command, argc, argv, ":h")) != -1) {
-		/* The option's own name: argv[optind - 1] may be its value by now. */
-		char name[16] = "";
+}
 
-		for (const struct cli_opt *o = tag_opts; o->name; o++)
-			if (o->val == c)
-				snprintf(name, sizeof(name), "--%s", o->name);
+int tag_args_parse(int argc, char **argv, struct tag_args *a, char *err, size_t errlen)
+{
+	int r;
 
-		switch (c) {
-		case 'p':
-		case 'F':
-			if (parse_uint(optarg, 1u << 30, &v)) {
-				snprintf(err, errlen, "%s '%s': give a non-negative number", name,
-					 optarg);
-				return -EINVAL;
-			}
-			if (c == 'p')
-				a->pid = (long)v;
-			else
-				a->fd = (int)v;
-			break;
-		case 'n':
-		case 'o':
-		case 'l':
-			if (parse_uint(optarg, UINT64_MAX, &v) || (c != 'o' && v == 0)) {
-				snprintf(err, errlen, "%s '%s': give a byte count%s", name, optarg,
-					 c != 'o' ? " above 0" : "");
-				return -EINVAL;
-			}
-			if (c == 'n') {
-				a->next = v;
-				a->have_next = true;
-			} else if (c == 'o') {
-				a->offset = v;
-				a->have_offset = true;
-			} else {
-				a->len = v;
-				a->have_len = true;
-			}
-			break;
-		case 'L':
-			if (parse_uint(optarg, MERCURY_MAX_LEVELS, &v)) {
-				snprintf(err, errlen,
-					 "--level '%s': give a level from 0 (most urgent) to %d",
-					 optarg, MERCURY_MAX_LEVELS - 1);
-				return -EINVAL;
-			}
-			a->level = (uint32_t)v;
-			a->have_level = true;
-			break;
-		case 's':
-			a->show = true;
-			break;
-		case 'c':
-			a->clear = true;
-			break;
-		case 'h':
-			a->help = true;
-			return 0;
-		default:
-			return option_error(err, errlen, c, argv, "tag");
-		}
+	tag_args_defaults(a);
+	r = cli_parse(&tag_command, argc, argv, a, NULL, err, errlen);
+	if (r == CLI_HELP) {
+		a->help = true;
+		return 0;
 	}
-	if (optind != argc) {
-		snprintf(err, errlen, "unexpected argument '%s'", argv[optind]);
-		return -EINVAL;
-	}
+	if (r)
+		return r;
 	if (a->pid < 0 || a->fd < 0) {
 		snprintf(err, errlen,
 			 "tag needs --pid and --fd of the socket (see ls -l /proc/PID/fd)");

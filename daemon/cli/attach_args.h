@@ -33,10 +33,10 @@ const char *dscp_name(unsigned v);
 
 extern const struct cli_command attach_command, tag_command;
 
-/* Non-negative integer below `limit`, whole string. */
-int parse_uint(const char *s, uint64_t limit, uint64_t *out);
-
-/* 0, or -EINVAL with a one-line message in err. Uses getopt: resets optind. */
+/* The defaults (auto backend and hook, the last band for untagged traffic), as --help shows. */
+void attach_args_defaults(struct attach_args *a);
+/* By attach_command's table (common/cli_opts.h): 0 (a->help: --help was asked for), or
+ * -EINVAL with a one-line message in err. */
 int attach_args_parse(int argc, char **argv, struct attach_args *a, char *err, size_t errlen);
 
 struct tag_args {
@@ -47,6 +47,7 @@ struct tag_args {
 	uint32_t level;
 	bool show, clear, help;
 };
+void tag_args_defaults(struct tag_args *a);
 int tag_args_parse(int argc, char **argv, struct tag_args *a, char *err, size_t errlen);
 
 #endif

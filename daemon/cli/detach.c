@@ -18,12 +18,21 @@
 #include "loader/iface_pins.h"
 #include "loader/pins.h"
 
-static const struct cli_opt detach_opts[] = {
-    {"all", 'a', NULL,
-     "every interface attached under the pin root, then the tag fast path\n"
-     "and the shared pins; nothing attached is success"},
-    {NULL, 0, NULL, NULL},
+struct detach_args {
+	const char *iface;
+	bool all;
 };
+
+/* clang-format off */
+static const struct cli_opt detach_opts[] = {
+    {.name = "iface", .positional = true, .type = CLI_STRING, CLI_FIELD(struct detach_args, iface),
+     .arg = "<iface>"},
+    {.name = "all", .type = CLI_FLAG, CLI_FIELD(struct detach_args, all),
+     .help = "every interface attached under the pin root, then the tag fast path and the "
+	     "shared pins; nothing attached is success"},
+    {.type = CLI_END},
+};
+/* clang-format on */
 static const char *const detach_usage[] = {"--all", NULL};
 
 const struct cli_command detach_command = {
@@ -188,28 +197,21 @@ static int detach_all(const struct cli_ctx *ctx)
 
 int do_detach(const struct cli_ctx *ctx, int argc, char **argv)
 {
+	struct detach_args a = {0};
 	struct detached d;
 	char err[512] = "";
-	bool all = false;
-	int lock_fd, c, ret;
+	int lock_fd, ret;
 
-	optind = 0;
-	opterr = 0;
-	while ((c = cli_getopt(&detach_command, argc, argv, "h")) != -1) {
-		switch (c) {
-		case 'a':
-			all = true;
-			break;
-		case 'h':
-			cli_usage(stdout, &detach_command);
-			return 0;
-		default:
-			cli_error(ctx, "detach: unknown option '%s'; see mercuryd detach --help",
-				  argv[optind - 1]);
-			return 2;
-		}
+	ret = cli_parse(&detach_command, argc, argv, &a, NULL, err, sizeof(err));
+	if (ret == CLI_HELP) {
+		cli_usage(stdout, &detach_command, NULL);
+		return 0;
 	}
-	if (all ? optind != argc : optind != argc - 1) {
+	if (ret) {
+		cli_error(ctx, "detach: %s", err);
+		return 2;
+	}
+	if (a.all == (a.iface != NULL)) {
 		cli_error(ctx, "detach: give exactly one interface, or --all: mercuryd detach "
 			       "<iface> | --all");
 		return 2;
@@ -219,7 +221,7 @@ int do_detach(const struct cli_ctx *ctx, int argc, char **argv)
 		return 1;
 	}
 	if (access(ctx->pin_root, F_OK)) {
-		if (all) { /* nothing to do: success, so that a package's removal can run it */
+		if (a.all) { /* nothing to do: success, so that a package's removal can run it */
 			if (ctx->json) {
 				struct json_object *o = json_object_new_object();
 
@@ -232,33 +234,32 @@ int do_detach(const struct cli_ctx *ctx, int argc, char **argv)
 			}
 			return 0;
 		}
-		cli_error(ctx, "detach: %s is not attached (no pins under %s)", argv[optind],
+		cli_error(ctx, "detach: %s is not attached (no pins under %s)", a.iface,
 			  ctx->pin_root);
 		return 1;
 	}
 	lock_fd = pins_lock(ctx->pin_root, err, sizeof(err));
 	if (lock_fd < 0) {
-		cli_error(ctx, "detach%s%s: %s", all ? " --all" : " ", all ? "" : argv[optind],
-			  err);
+		cli_error(ctx, "detach%s%s: %s", a.all ? " --all" : " ", a.all ? "" : a.iface, err);
 		return 1;
 	}
-	if (all) {
+	if (a.all) {
 		ret = detach_all(ctx);
 		close(lock_fd);
 		return ret;
 	}
-	if (detach_one(ctx, argv[optind], &d, err, sizeof(err))) {
-		cli_error(ctx, "detach %s: %s", argv[optind], err);
+	if (detach_one(ctx, a.iface, &d, err, sizeof(err))) {
+		cli_error(ctx, "detach %s: %s", a.iface, err);
 		close(lock_fd);
 		return 1;
 	}
 	if (d.warn[0])
-		cli_warn(ctx, "detach %s: %s", argv[optind], d.warn);
+		cli_warn(ctx, "detach %s: %s", a.iface, d.warn);
 	fastpath_release_unused(ctx->pin_root);
 	if (ctx->json)
-		cli_json_print(ctx, detached_json(argv[optind], &d));
+		cli_json_print(ctx, detached_json(a.iface, &d));
 	else
-		detached_text(argv[optind], &d);
+		detached_text(a.iface, &d);
 	close(lock_fd);
 	return 0;
 }

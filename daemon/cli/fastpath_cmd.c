@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /* mercuryd fastpath attach|detach: the tag fast path's command. */
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -12,11 +11,30 @@
 #include "loader/iface_pins.h"
 #include "loader/pins.h"
 
-static const struct cli_opt fastpath_opts[] = {
-    {"cgroup", 'c', "PATH",
-     "attach: cgroup v2 directory (default: the hierarchy's root,\nevery process of the node)"},
-    {NULL, 0, NULL, NULL},
+enum { FP_ATTACH = 1, FP_DETACH };
+
+struct fastpath_args {
+	int verb; /* FP_ATTACH, FP_DETACH; 0: not given */
+	const char *cgroup;
 };
+
+static const struct cli_enum fastpath_verbs[] = {
+    {"attach", FP_ATTACH},
+    {"detach", FP_DETACH},
+    {NULL, 0},
+};
+
+/* clang-format off */
+static const struct cli_opt fastpath_opts[] = {
+    {.name = "command", .positional = true, .required = true, .type = CLI_ENUM,
+     CLI_FIELD(struct fastpath_args, verb), .names = fastpath_verbs, .arg = "attach|detach",
+     .help = "attach or detach"},
+    {.name = "cgroup", .type = CLI_STRING, CLI_FIELD(struct fastpath_args, cgroup), .arg = "PATH",
+     .help = "attach: cgroup v2 directory",
+     .def = "the hierarchy's root, every process of " "the node"},
+    {.type = CLI_END},
+};
+/* clang-format on */
 
 const struct cli_command fastpath_command = {
     .name = "fastpath",
@@ -55,41 +73,23 @@ static int print_result(const struct cli_ctx *ctx, const char *what)
 
 int do_fastpath(const struct cli_ctx *ctx, int argc, char **argv)
 {
-	const char *cgroup = NULL, *verb;
+	struct fastpath_args a = {0};
 	char err[512] = "";
-	int c, lock, r;
+	const char *verb;
+	int lock, r;
 
-	optind = 0;
-	while ((c = cli_getopt(&fastpath_command, argc, argv, "+h")) != -1) {
-		if (c == 'h') {
-			cli_usage(stdout, &fastpath_command);
-			return 0;
-		}
-		cli_error(ctx, "fastpath: unknown option; see mercuryd fastpath --help");
+	r = cli_parse(&fastpath_command, argc, argv, &a, NULL, err, sizeof(err));
+	if (r == CLI_HELP) {
+		cli_usage(stdout, &fastpath_command, NULL);
+		return 0;
+	}
+	if (r) {
+		cli_error(ctx, "fastpath: %s", err);
 		return 2;
 	}
-	if (optind >= argc) {
-		cli_error(ctx, "fastpath: say attach or detach; see mercuryd fastpath --help");
-		return 2;
-	}
-	verb = argv[optind];
-	argc -= optind;
-	argv += optind;
-	optind = 0;
-	while ((c = cli_getopt(&fastpath_command, argc, argv, "h")) != -1) {
-		if (c == 'c' && !strcmp(verb, "attach")) {
-			cgroup = optarg;
-		} else if (c == 'h') {
-			cli_usage(stdout, &fastpath_command);
-			return 0;
-		} else {
-			cli_error(ctx, "fastpath %s: unknown option; see mercuryd fastpath --help",
-				  verb);
-			return 2;
-		}
-	}
-	if (optind < argc || (strcmp(verb, "attach") && strcmp(verb, "detach"))) {
-		cli_error(ctx, "fastpath: say attach [--cgroup PATH] or detach");
+	verb = a.verb == FP_ATTACH ? "attach" : "detach";
+	if (a.verb == FP_DETACH && a.cgroup) {
+		cli_error(ctx, "fastpath detach: --cgroup is an option of attach only");
 		return 2;
 	}
 	if (geteuid() != 0) {
@@ -101,8 +101,8 @@ int do_fastpath(const struct cli_ctx *ctx, int argc, char **argv)
 		cli_error(ctx, "fastpath: %s", err);
 		return 1;
 	}
-	if (!strcmp(verb, "attach")) {
-		r = fastpath_attach(ctx->pin_root, cgroup, err, sizeof(err));
+	if (a.verb == FP_ATTACH) {
+		r = fastpath_attach(ctx->pin_root, a.cgroup, err, sizeof(err));
 	} else {
 		r = fastpath_detach(ctx->pin_root, err, sizeof(err));
 		if (r == 0)
@@ -113,5 +113,5 @@ int do_fastpath(const struct cli_ctx *ctx, int argc, char **argv)
 		cli_error(ctx, "fastpath %s: %s", verb, err);
 		return 1;
 	}
-	return print_result(ctx, !strcmp(verb, "attach") ? "attached" : "detached");
+	return print_result(ctx, a.verb == FP_ATTACH ? "attached" : "detached");
 }

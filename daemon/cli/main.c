@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /* mercuryd: command table and global options; each verb lives in its own file. */
-#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 #include <bpf/libbpf.h>
@@ -22,29 +21,59 @@ static const struct cmd cmds[] = {
     {&fastpath_command, do_fastpath},
 };
 
-static void usage(FILE *f)
+/* The options before the command. */
+struct main_args {
+	struct cli_ctx ctx;
+	int verbose;
+	bool version;
+};
+
+#define M(member) CLI_FIELD(struct main_args, member)
+
+/* clang-format off */
+static const struct cli_opt main_opts[] = {
+    {.name = "json", .short_name = 'j', .type = CLI_FLAG, M(ctx.json),
+     .help = "JSON output (also after the command: status -j)"},
+    {.name = "pretty", .short_name = 'p', .type = CLI_FLAG, M(ctx.pretty),
+     .help = "JSON output, indented (implies -j)"},
+    {.name = "verbose", .short_name = 'v', .type = CLI_COUNT, M(verbose),
+     .help = "debug messages, libbpf's and the verifier log on stderr;\n"
+	     "-vv adds libbpf's own debug"},
+    {.name = "pin-root", .type = CLI_STRING, M(ctx.pin_root), .arg = "DIR", .help = "pin tree"},
+    {.name = "version", .short_name = 'V', .type = CLI_FLAG, M(version),
+     .help = "print the version"},
+    {.type = CLI_END},
+};
+/* clang-format on */
+
+/* The options and any operands before the command; the rest is the command's. */
+static const struct cli_command main_command = {
+    .name = "",
+    .opts = main_opts,
+    .stop_at_operand = true,
+    .more_operands = true,
+};
+
+static void usage(FILE *f, const struct main_args *defaults)
 {
 	fprintf(f, "Usage: mercuryd [-j|-p] [-v] [--pin-root DIR] <command> [args]\n\n"
 		   "Mercury: packet-granularity layer priority for distributed training.\n\n"
 		   "Commands:\n");
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
 		cli_synopsis(f, cmds[i].cli);
-	fprintf(f, "\nOptions:\n"
-		   "  -j, --json         JSON output (also after the command: status -j)\n"
-		   "  -p, --pretty       JSON output, indented (implies -j)\n"
-		   "  -v, --verbose      debug messages, libbpf's and the verifier log on stderr;\n"
-		   "                     -vv adds libbpf's own debug\n"
-		   "      --pin-root DIR pin tree (default " MERCURY_PIN_ROOT_DEFAULT ")\n"
-		   "  -h, --help         this text; `mercuryd <command> --help` for one command\n"
-		   "  -V, --version      print the version\n\n"
-		   "Exit status:\n"
-		   "  0  success\n"
-		   "  1  the command failed (the error says why; with -j as {\"error\": ...})\n"
-		   "  2  usage error: unknown command or option, missing or bad argument\n\n"
-		   "Environment:\n"
-		   "  MERCURY_SOCKET     serve: the event socket (default " MERCURY_DEFAULT_SOCKET
-		   ")\n\n"
-		   "See mercuryd(8).\n");
+	fprintf(f, "\nOptions:\n");
+	cli_print_options(f, main_opts, defaults);
+	fprintf(f,
+		"  %-24sthis text; `mercuryd <command> --help` for one command\n\n"
+		"Exit status:\n"
+		"  0  success\n"
+		"  1  the command failed (the error says why; with -j as {\"error\": ...})\n"
+		"  2  usage error: unknown command or option, missing or bad argument\n\n"
+		"Environment:\n"
+		"  MERCURY_SOCKET     serve: the event socket (default " MERCURY_DEFAULT_SOCKET
+		")\n\n"
+		"See mercuryd(8).\n",
+		"-h, --help");
 }
 
 /*
@@ -92,58 +121,35 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 
 int main(int argc, char **argv)
 {
-	static const struct option opts[] = {
-	    {"json", no_argument, NULL, 'j'},
-	    {"pretty", no_argument, NULL, 'p'},
-	    {"verbose", no_argument, NULL, 'v'},
-	    {"help", no_argument, NULL, 'h'},
-	    {"version", no_argument, NULL, 'V'},
-	    {"pin-root", required_argument, NULL, 'P'},
-	    {NULL, 0, NULL, 0},
-	};
-	struct cli_ctx ctx = {.pin_root = MERCURY_PIN_ROOT_DEFAULT};
-	int c, verbose = 0;
+	struct main_args m = {.ctx.pin_root = MERCURY_PIN_ROOT_DEFAULT}, defaults = m;
+	char err[256];
+	int r, cmd;
 
-	/* '+': stop at the first non-option, the verb parses its own options. */
-	while ((c = getopt_long(argc, argv, "+jpvhV", opts, NULL)) != -1) {
-		switch (c) {
-		case 'p': /* implies -j */
-			ctx.pretty = ctx.json = true;
-			break;
-		case 'j':
-			ctx.json = true;
-			break;
-		case 'v':
-			verbose++;
-			break;
-		case 'P':
-			ctx.pin_root = optarg;
-			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		case 'V':
-			printf("mercuryd %s (layout %d)\n", MERCURY_VERSION,
-			       MERCURY_LAYOUT_VERSION);
-			return 0;
-		default:
-			usage(stderr);
-			return 2;
-		}
+	r = cli_parse(&main_command, argc, argv, &m, &cmd, err, sizeof(err));
+	if (r == CLI_HELP) {
+		usage(stdout, &defaults);
+		return 0;
 	}
-	if (optind >= argc) {
-		usage(stderr);
+	if (r) {
+		cli_error(&m.ctx, "%s", err);
 		return 2;
 	}
-	argc = take_output_opts(&ctx, argc, argv, optind + 1);
-	mlog_set_level(MLOG_INFO + verbose);
+	if (m.version) {
+		printf("mercuryd %s (layout %d)\n", MERCURY_VERSION, MERCURY_LAYOUT_VERSION);
+		return 0;
+	}
+	if (cmd >= argc) {
+		usage(stderr, &defaults);
+		return 2;
+	}
+	m.ctx.json |= m.ctx.pretty; /* -p implies -j */
+	argc = take_output_opts(&m.ctx, argc, argv, cmd + 1);
+	mlog_set_level(MLOG_INFO + m.verbose);
 	libbpf_set_print(libbpf_print);
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
-		if (strcmp(argv[optind], cmds[i].cli->name) == 0) {
-			optind++;
-			return cmds[i].fn(&ctx, argc - optind + 1, argv + optind - 1);
-		}
+		if (strcmp(argv[cmd], cmds[i].cli->name) == 0)
+			return cmds[i].fn(&m.ctx, argc - cmd, argv + cmd);
 	}
-	cli_error(&ctx, "unknown command '%s'; see mercuryd --help", argv[optind]);
+	cli_error(&m.ctx, "unknown command '%s'; see mercuryd --help", argv[cmd]);
 	return 2;
 }

@@ -1,16 +1,21 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /* mercuryd metrics: the data path's counters in the Prometheus text format. */
-#include <getopt.h>
 #include <stdio.h>
 
 #include "cli.h"
 #include "service/metrics.h"
 
-static const struct cli_opt metrics_opts[] = {
-    {"textfile", 't', "DIR",
-     "write DIR/mercury.prom for node_exporter's textfile collector\ninstead of printing"},
-    {NULL, 0, NULL, NULL},
+struct metrics_args {
+	const char *dir; /* --textfile */
 };
+
+/* clang-format off */
+static const struct cli_opt metrics_opts[] = {
+    {.name = "textfile", .type = CLI_STRING, CLI_FIELD(struct metrics_args, dir), .arg = "DIR",
+     .help = "write DIR/mercury.prom for node_exporter's textfile collector instead of " "printing"},
+    {.type = CLI_END},
+};
+/* clang-format on */
 
 const struct cli_command metrics_command = {
     .name = "metrics",
@@ -23,29 +28,22 @@ const struct cli_command metrics_command = {
 
 int do_metrics(const struct cli_ctx *ctx, int argc, char **argv)
 {
-	const char *dir = NULL;
+	struct metrics_args a = {0};
 	char err[512];
-	int c;
+	int r;
 
-	optind = 0;
-	while ((c = cli_getopt(&metrics_command, argc, argv, "h")) != -1) {
-		if (c == 't') {
-			dir = optarg;
-		} else if (c == 'h') {
-			cli_usage(stdout, &metrics_command);
-			return 0;
-		} else {
-			cli_error(ctx, "metrics: unknown option; see mercuryd metrics --help");
-			return 2;
-		}
+	r = cli_parse(&metrics_command, argc, argv, &a, NULL, err, sizeof(err));
+	if (r == CLI_HELP) {
+		cli_usage(stdout, &metrics_command, NULL);
+		return 0;
 	}
-	if (optind < argc) {
-		cli_error(ctx, "metrics: takes no interface (every attached one is shown)");
+	if (r) {
+		cli_error(ctx, "metrics: %s", err);
 		return 2;
 	}
-	if (!dir)
+	if (!a.dir)
 		return metrics_write(stdout, ctx->pin_root, NULL) ? 1 : 0;
-	if (metrics_write_textfile(dir, ctx->pin_root, NULL, err, sizeof(err))) {
+	if (metrics_write_textfile(a.dir, ctx->pin_root, NULL, err, sizeof(err))) {
 		cli_error(ctx, "metrics: %s", err);
 		return 1;
 	}

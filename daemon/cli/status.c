@@ -256,8 +256,21 @@ static void print_jobs_and_fastpath(const struct cli_ctx *ctx)
 	json_object_put(fp);
 }
 
+struct status_args {
+	const char *iface; /* NULL: every attached interface */
+};
+
+/* clang-format off */
+static const struct cli_opt status_opts[] = {
+    {.name = "iface", .positional = true, .type = CLI_STRING, CLI_FIELD(struct status_args, iface),
+     .arg = "<iface>"},
+    {.type = CLI_END},
+};
+/* clang-format on */
+
 const struct cli_command status_command = {
     .name = "status",
+    .opts = status_opts,
     .operands = "[<iface>]",
     .about = "Shows each attached interface: backend, bands, hook, health, pins and the\n"
 	     "classifier's per-band and per-outcome counters; then the jobs whose state\n"
@@ -268,22 +281,25 @@ const struct cli_command status_command = {
 int do_status(const struct cli_ctx *ctx, int argc, char **argv)
 {
 	struct status_walk w = {.ctx = ctx};
+	struct status_args a = {0};
+	char err[256];
 	int r;
 
-	if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-		cli_usage(stdout, &status_command);
+	r = cli_parse(&status_command, argc, argv, &a, NULL, err, sizeof(err));
+	if (r == CLI_HELP) {
+		cli_usage(stdout, &status_command, NULL);
 		return 0;
 	}
-	if (argc > 2 || (argc == 2 && argv[1][0] == '-')) {
-		cli_error(ctx, "status: takes at most one interface: mercuryd status [<iface>]");
+	if (r) {
+		cli_error(ctx, "status: %s", err);
 		return 2;
 	}
-	if (argc == 2 && !if_nametoindex(argv[1]) && access(ctx->pin_root, F_OK)) {
-		cli_error(ctx, "status: no interface '%s' (see ip link)", argv[1]);
+	if (a.iface && !if_nametoindex(a.iface) && access(ctx->pin_root, F_OK)) {
+		cli_error(ctx, "status: no interface '%s' (see ip link)", a.iface);
 		return 1;
 	}
 	w.list = json_object_new_array();
-	r = argc == 2 ? show_one(argv[1], &w) : iface_for_each(ctx->pin_root, show_one, &w);
+	r = a.iface ? show_one(a.iface, &w) : iface_for_each(ctx->pin_root, show_one, &w);
 	if (ctx->json && r == 0) {
 		struct json_object *o = json_object_new_object(), *tagged = json_object_new_array();
 		const char *via;

@@ -165,7 +165,7 @@ int do_tag(const struct cli_ctx *ctx, int argc, char **argv)
 		return 2;
 	}
 	if (a.help) {
-		cli_usage(stdout, &tag_command);
+		cli_usage(stdout, &tag_command, NULL);
 		return 0;
 	}
 	if (geteuid() != 0) {

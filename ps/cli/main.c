@@ -45,74 +45,144 @@
 #define PS_BYTES_PER_ACK   65536.0
 #define PS_WIRE_EFFICIENCY (PS_MSS / (PS_FRAME_BYTES + PS_MSS * PS_ACK_BYTES / PS_BYTES_PER_ACK))
 
-/* One table feeds getopt_long, --help and tests/system/test_cli_docs.sh (common/cli_opts.h). */
+enum ps_cmd { CMD_NONE = 0, CMD_RUN, CMD_SERVE, CMD_LOCAL, CMD_IDEAL };
+
+/* The command line: struct ps_config and what the command needs besides. */
+struct cmdline {
+	struct ps_config c;
+	int cmd; /* enum ps_cmd */
+	const char *profile, *layers;
+	int nhosts;	       /* --hosts: addresses in c.hosts */
+	uint64_t rate, uplink; /* bytes per second */
+	double op_cost_us;
+	int jobs;
+	bool exit_with_parent, version;
+};
+
+static const struct cli_enum cmd_names[] = {
+    {"run", CMD_RUN}, {"serve", CMD_SERVE}, {"local", CMD_LOCAL}, {"ideal", CMD_IDEAL}, {NULL, 0},
+};
+static const struct cli_enum mode_names[] = {
+    {"fifo", PS_FIFO},
+    {"partition", PS_PARTITION},
+    {"mercury", PS_MERCURY},
+    {NULL, 0},
+};
+static const struct cli_enum placement_names[] = {{"hash", 0}, {"balanced", 1}, {NULL, 0}};
+
+#define C(member) CLI_FIELD(struct cmdline, c.member)
+#define L(member) CLI_FIELD(struct cmdline, member)
+
+/* One table: the parser, --help and tests/system/test_cli_docs.sh (common/cli_opts.h). */
 /* clang-format off */
 static const struct cli_opt ps_opts[] = {
-    {"profile", 'p', "F", "model profile (models/*.prof)"},
-    {"mode", 'm', "M", "fifo, partition or mercury (mercury)"},
-    {"nodes", 'n', "N", "nodes in the cluster, 1 to 16 (1)"},
-    {"rank", 'r', "R", "this node's rank, 0 to nodes - 1 (0)"},
-    {"hosts", 'H', "IP0[:PORT],IP1,...", "every node's address, rank order"},
-    {"port", 'P', "P", "server port, 1 to 65535 (9555; local: P, P+1, ...)"},
-    {"conns", 'k', "K", "connections per worker-server pair, mercury mode, 1 to 16 (4)"},
-    {"rcvbuf", 'F', "B", "mercury: SO_RCVBUF of each data connection's receiver, a bound\n"
-			 "on its bytes in flight so that N-to-1 pushes do not overflow a\n"
-			 "switch port, 0 to 67108864 (16384; 0: kernel autotuning)"},
-    {"bands", 'B', "N", "bands of mercuryd's interfaces (`attach --bands`, 2 to 16, 8):\n"
-			"sockets follow its N - 2 layer groups, mercury mode"},
-    {"chunk", 'c', "N", "aggregation chunk, parameters (65536)"},
-    {"part", 'x', "N", "partition size, parameters (1000000)"},
-    {"credit", 'C', "N", "partition credit, parameters in flight from push to pull\n"
-			 "(4000000)"},
-    {"op-cost", 'O', "US", "start-up of each push op (a tensor, or a partition) in the\n"
-			   "framework's engine, one after another, in microseconds of the\n"
-			   "real run: multiplied by --time-scale (0)"},
-    {"bound", 'b', "N", "split arrays above N parameters over all servers (1000000)"},
-    {"split-all", 'a', NULL, "split every array over all servers"},
-    {"placement", 'G', "hash|balanced", "arrays not split: hash (on server key * 9973 % N,\n"
-					"MXNet's default) or balanced (on the server holding the\n"
-					"fewest parameters so far, in forward order) (hash)"},
-    {"shrink", 's', "K", "divide parameter counts by K (placement still by the originals)"},
-    {"time-scale", 't', "S", "multiply profile compute times by S (1)"},
-    {"iters", 'i', "N", "measured iterations (5)"},
-    {"warmup", 'w', "N", "warm-up iterations, not measured (1)"},
-    {"verify", 'v', NULL, "pseudo-random gradients, every pull checked bitwise"},
-    {"timeout", 'T', "S", "error after S seconds without progress (60)"},
-    {"timeline", 'l', "FILE", "per-layer compute/push/pull events (TSV)"},
-    {"rate", 'R', "R", "ideal: per-node egress rate, e.g. 400mbit, 10gbit"},
-    {"uplink", 'U', "R", "ideal: two racks (the first half of the nodes in one) joined by\n"
-			 "an uplink of R each way"},
-    {"slow-rank", 'S', "R", "tests: worker R is slow (see --slow-s)"},
-    {"slow-s", 'D', "S", "tests: seconds added per backward layer on --slow-rank"},
-    {"die-rank", 'X', "R", "tests: worker R drops its connections mid-iteration 1"},
-    {"sock-prio", 'Q', "P", "connection k of K gets SO_PRIORITY P+8k/K: per-socket priority\n"
-			    "without mercuryd (e.g. 0x4d450010, the htb leaves of Mercury's\n"
-			    "tree)"},
-    {"write-ahead", 'W', NULL, "mercury: write the next iteration's pushes before this node's\n"
-			       "iteration has ended (they keep the next-iteration band)"},
-    {"local-direct", 'M', NULL, "run, local: each node's worker and its own server exchange\n"
-				"data through memory, not loopback TCP (the worker library's\n"
-				"default)"},
-    {"external-servers", 'E', NULL, "run: the worker only; each node's `mercury-ps serve`\n"
-				    "holds its share"},
-    {"layers", 'L', "N,N,...", "serve: the model as parameter counts per layer, forward\n"
-			       "order (instead of --profile)"},
-    {"jobs", 'J', "J", "serve: exit after J jobs (0: until SIGTERM, the default)"},
-    {"exit-with-parent", 'Z', NULL, "serve: end (as on SIGTERM) when the parent process ends"},
-    {"job", 'j', "ID", "the job id declared to mercuryd, 1 to 4294967295 (1): two jobs of\n"
-		       "one user on a node need different ids"},
-    {"weight", 'g', "W", "the job's weight against other jobs on the node, 1 to 1000 (1):\n"
-			 "a job of weight w yields floor(log2(w_max / w)) bands to the\n"
-			 "heaviest job"},
-    {"job-band", 'y', "B", "fifo, partition: per-job priority, every byte of the job tagged\n"
-			   "at band B (0 to bands - 3; plus its weight's shift)"},
-    {"version", 'V', NULL, "print the version"},
-    {NULL, 0, NULL, NULL},
+    {.name = "command", .positional = true, .type = CLI_ENUM, L(cmd), .names = cmd_names},
+    {.name = "profile", .type = CLI_STRING, L(profile), .arg = "F",
+     .help = "model profile (models/*.prof)"},
+    {.name = "mode", .type = CLI_ENUM, C(mode), .names = mode_names, .arg = "M",
+     .help = "fifo, partition or mercury"},
+    {.name = "nodes", .type = CLI_INT, C(nodes), .min = 1, .max = PS_MAX_NODES, .arg = "N",
+     .help = "nodes in the cluster"},
+    {.name = "rank", .type = CLI_INT, C(rank), .min = 0, .max = PS_MAX_NODES - 1, .arg = "R",
+     .help = "this node's rank, below --nodes", .def = "0"},
+    {.name = "hosts", .type = CLI_LIST, C(hosts), .items = PS_MAX_NODES,
+     .count = CLI_SEEN(struct cmdline, nhosts), .arg = "IP0[:PORT],IP1,...",
+     .help = "every node's address, rank order"},
+    {.name = "port", .type = CLI_UINT, C(port), .min = 1, .max = 65535, .arg = "P",
+     .help = "server port (local: P, P+1, ...)"},
+    {.name = "conns", .type = CLI_INT, C(conns), .min = 1, .max = PS_MAX_CONNS, .arg = "K",
+     .help = "connections per worker-server pair, mercury mode"},
+    {.name = "rcvbuf", .type = CLI_INT, C(rcvbuf), .min = 0, .max = 64 << 20, .arg = "B",
+     .help = "mercury: SO_RCVBUF of each data connection's receiver, a bound on its bytes "
+	     "in flight so that N-to-1 pushes do not overflow a switch port (0: kernel "
+	     "autotuning)"},
+    {.name = "bands", .type = CLI_INT, C(tag_levels), .min = 2, .max = MERCURY_MAX_LEVELS,
+     .arg = "N",
+     .help = "bands of mercuryd's interfaces (`attach --bands`): sockets follow its N - 2 "
+	     "layer groups, mercury mode"},
+    {.name = "chunk", .type = CLI_UINT, C(chunk), .min = 1, .max = UINT32_MAX, .arg = "N",
+     .help = "aggregation chunk, parameters"},
+    {.name = "part", .type = CLI_UINT, C(part), .min = 1, .max = UINT64_MAX, .arg = "N",
+     .help = "partition size, parameters"},
+    {.name = "credit", .type = CLI_UINT, C(credit), .min = 1, .max = UINT64_MAX, .arg = "N",
+     .help = "partition credit, parameters in flight from push to pull"},
+    {.name = "op-cost", .type = CLI_DOUBLE, L(op_cost_us), .dmin = 0, .dmax = 1e7, .arg = "US",
+     .help = "start-up of each push op (a tensor, or a partition) in the framework's engine, "
+	     "one after another, in microseconds of the real run: multiplied by --time-scale"},
+    {.name = "bound", .type = CLI_UINT, C(bound), .arg = "N",
+     .help = "split arrays above N parameters over all servers"},
+    {.name = "split-all", .type = CLI_FLAG, C(split_all),
+     .help = "split every array over all servers"},
+    {.name = "placement", .type = CLI_ENUM, C(balanced), .names = placement_names,
+     .arg = "hash|balanced",
+     .help = "arrays not split: hash (on server key * 9973 % N, MXNet's default) or balanced "
+	     "(on the server holding the fewest parameters so far, in forward order)"},
+    {.name = "shrink", .type = CLI_UINT, C(shrink), .min = 1, .max = UINT32_MAX, .arg = "K",
+     .help = "divide parameter counts by K (placement still by the originals)"},
+    {.name = "time-scale", .type = CLI_DOUBLE, C(time_scale), .dmin = 1e-6, .dmax = 1e6, .arg = "S",
+     .help = "multiply profile compute times by S"},
+    {.name = "iters", .type = CLI_INT, C(iters), .min = 1, .max = 1000000, .arg = "N",
+     .help = "measured iterations"},
+    {.name = "warmup", .type = CLI_INT, C(warmup), .min = 0, .max = 1000000, .arg = "N",
+     .help = "warm-up iterations, not measured"},
+    {.name = "verify", .type = CLI_FLAG, C(verify),
+     .help = "pseudo-random gradients, every pull checked bitwise"},
+    {.name = "timeout", .type = CLI_DOUBLE, C(timeout_s), .dmin = 0.001, .dmax = 1e6, .arg = "S",
+     .help = "error after S seconds without progress"},
+    {.name = "timeline", .type = CLI_STRING, C(timeline), .arg = "FILE",
+     .help = "per-layer compute/push/pull events (TSV)"},
+    {.name = "rate", .type = CLI_RATE, L(rate), .arg = "R",
+     .help = "ideal: per-node egress rate, e.g. 400mbit, 10gbit"},
+    {.name = "uplink", .type = CLI_RATE, L(uplink), .arg = "R",
+     .help = "ideal: two racks (the first half of the nodes in one) joined by an uplink of R "
+	     "each way"},
+    {.name = "slow-rank", .type = CLI_INT, C(slow_rank), .min = -1, .max = PS_MAX_NODES - 1,
+     .arg = "R", .help = "tests: worker R is slow (see --slow-s)", .def = "none"},
+    {.name = "slow-s", .type = CLI_DOUBLE, C(slow_s), .dmin = 0, .dmax = 3600, .arg = "S",
+     .help = "tests: seconds added per backward layer on --slow-rank"},
+    {.name = "die-rank", .type = CLI_INT, C(die_rank), .min = -1, .max = PS_MAX_NODES - 1,
+     .arg = "R", .help = "tests: worker R drops its connections mid-iteration 1", .def = "none"},
+    {.name = "sock-prio", .type = CLI_UINT, C(sock_prio), .arg = "P",
+     .help = "connection k of K gets SO_PRIORITY P+8k/K: per-socket priority without "
+	     "mercuryd (e.g. 0x4d450010, the htb leaves of Mercury's tree)"},
+    {.name = "write-ahead", .type = CLI_FLAG, C(write_ahead),
+     .help = "mercury: write the next iteration's pushes before this node's iteration has "
+	     "ended (they keep the next-iteration band)"},
+    {.name = "local-direct", .type = CLI_FLAG, C(local_direct),
+     .help = "run, local: each node's worker and its own server exchange data through "
+	     "memory, not loopback TCP (the worker library's default)"},
+    {.name = "external-servers", .type = CLI_SET, C(role), .set = PS_ROLE_WORKER,
+     .help = "run: the worker only; each node's `mercury-ps serve` holds its share"},
+    {.name = "layers", .type = CLI_STRING, L(layers), .arg = "N,N,...",
+     .help = "serve: the model as parameter counts per layer, forward order (instead of "
+	     "--profile)"},
+    {.name = "jobs", .type = CLI_INT, L(jobs), .min = 0, .max = INT_MAX, .arg = "J",
+     .help = "serve: exit after J jobs", .def = "0, until SIGTERM"},
+    {.name = "exit-with-parent", .type = CLI_FLAG, L(exit_with_parent),
+     .help = "serve: end (as on SIGTERM) when the parent process ends"},
+    {.name = "job", .type = CLI_UINT, C(job), .min = 1, .max = UINT32_MAX, .arg = "ID",
+     .help = "the job id declared to mercuryd: two jobs of one user on a node need different "
+	     "ids"},
+    {.name = "weight", .type = CLI_UINT, C(weight), .min = 1, .max = MW_MAX_WEIGHT, .arg = "W",
+     .help = "the job's weight against other jobs on the node: a job of weight w yields "
+	     "floor(log2(w_max / w)) bands to the heaviest job"},
+    {.name = "job-band", .type = CLI_INT, C(job_band), .min = 0, .max = MERCURY_MAX_LEVELS - 1,
+     .arg = "B",
+     .help = "fifo, partition: per-job priority, every byte of the job tagged at band B "
+	     "(below bands - 2; plus its weight's shift)", .def = "none"},
+    {.name = "version", .short_name = 'V', .type = CLI_FLAG, L(version),
+     .help = "print the version"},
+    {.type = CLI_END},
 };
 /* clang-format on */
-static const struct cli_command ps_cli = {.name = "", .opts = ps_opts};
 
-static void usage(FILE *f)
+static const struct cli_command ps_cli = {
+    .name = "",
+    .operands = "run|serve|local|ideal",
+    .opts = ps_opts,
+};
+
+static void usage(FILE *f, const struct cmdline *defaults)
 {
 	fprintf(
 	    f,
@@ -127,7 +197,7 @@ static void usage(FILE *f)
 	    "Mercury's reference parameter server: run, serve, local and ideal print one JSON\n"
 	    "object per node (serve: per job) on stdout.\n\n"
 	    "Options:\n");
-	cli_print_options(f, ps_opts);
+	cli_print_options(f, ps_opts, defaults);
 	fprintf(
 	    f, "  --help                  this text\n\n"
 	       "serve prints one JSON object per job (all its workers said goodbye, or it failed)\n"
@@ -137,50 +207,6 @@ static void usage(FILE *f)
 	       "  1  the run failed (its JSON says why) or a pull did not verify\n"
 	       "  2  usage error: unknown command or option, a bad or out-of-range value\n\n"
 	       "See mercury-ps(1).\n");
-}
-
-/* A checked number for option --name, or a usage error naming it and its range. */
-static bool opt_long(const char *name, const char *arg, long min, long max, long *out)
-{
-	int r = cli_parse_long(arg, min, max, out);
-
-	if (r)
-		fprintf(stderr, "mercury-ps: --%s '%s': %s; give %ld to %ld\n", name, arg,
-			r == -ERANGE ? "out of range" : "not a number", min, max);
-	return r == 0;
-}
-
-static bool opt_u64(const char *name, const char *arg, uint64_t min, uint64_t max, uint64_t *out)
-{
-	int r = cli_parse_u64(arg, min, max, out);
-
-	if (r)
-		fprintf(stderr, "mercury-ps: --%s '%s': %s; give %llu to %llu\n", name, arg,
-			r == -ERANGE ? "out of range" : "not a number", (unsigned long long)min,
-			(unsigned long long)max);
-	return r == 0;
-}
-
-static bool opt_double(const char *name, const char *arg, double min, double max, double *out)
-{
-	int r = cli_parse_double(arg, min, max, out);
-
-	if (r)
-		fprintf(stderr, "mercury-ps: --%s '%s': %s; give %g to %g\n", name, arg,
-			r == -ERANGE ? "out of range" : "not a number", min, max);
-	return r == 0;
-}
-
-static int split_hosts(char *list, struct ps_config *c)
-{
-	int n = 0;
-
-	for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
-		if (n == PS_MAX_NODES)
-			return -E2BIG;
-		snprintf(c->hosts[n++], sizeof(c->hosts[0]), "%s", tok);
-	}
-	return n;
 }
 
 static double cpu_seconds(void)
@@ -322,250 +348,19 @@ static int run_ideal(const struct ps_config *c, const struct ps_profile *p, doub
 	return 0;
 }
 
-enum { OPT_TAKEN = -1, OPT_NOT_MINE = -2, OPT_USAGE = 2 };
-
-/* What the command line says besides struct ps_config. */
-struct cmdline {
-	const char *cmd, *profile, *layers;
-	char hosts[1024];
-	uint64_t rate, uplink; /* bytes per second */
-	double op_cost_us;
-	int jobs;
-	bool exit_with_parent;
-};
-
-/* The cluster and its transport: nodes, hosts, connections, placement, bands. */
-static int net_opt(int o, struct ps_config *c, struct cmdline *m)
-{
-	long v;
-
-	switch (o) {
-	case 'n':
-		if (!opt_long("nodes", optarg, 1, PS_MAX_NODES, &v))
-			return OPT_USAGE;
-		c->nodes = (int)v;
-		return OPT_TAKEN;
-	case 'r':
-		if (!opt_long("rank", optarg, 0, PS_MAX_NODES - 1, &v))
-			return OPT_USAGE;
-		c->rank = (int)v;
-		return OPT_TAKEN;
-	case 'H':
-		snprintf(m->hosts, sizeof(m->hosts), "%s", optarg);
-		return OPT_TAKEN;
-	case 'P':
-		if (!opt_long("port", optarg, 1, 65535, &v))
-			return OPT_USAGE;
-		c->port = (uint16_t)v;
-		return OPT_TAKEN;
-	case 'k':
-		if (!opt_long("conns", optarg, 1, PS_MAX_CONNS, &v))
-			return OPT_USAGE;
-		c->conns = (int)v;
-		return OPT_TAKEN;
-	case 'F': /* 0: the kernel's autotuning */
-		if (!opt_long("rcvbuf", optarg, 0, 64L << 20, &v))
-			return OPT_USAGE;
-		c->rcvbuf = (int)v;
-		return OPT_TAKEN;
-	case 'B':
-		if (!opt_long("bands", optarg, 2, MERCURY_MAX_LEVELS, &v))
-			return OPT_USAGE;
-		c->tag_levels = (int)v;
-		return OPT_TAKEN;
-	case 'c':
-		if (!opt_u64("chunk", optarg, 1, UINT32_MAX, &c->chunk))
-			return OPT_USAGE;
-		return OPT_TAKEN;
-	case 'x':
-		if (!opt_u64("part", optarg, 1, UINT64_MAX, &c->part))
-			return OPT_USAGE;
-		return OPT_TAKEN;
-	case 'C':
-		if (!opt_u64("credit", optarg, 1, UINT64_MAX, &c->credit))
-			return OPT_USAGE;
-		return OPT_TAKEN;
-	case 'b':
-		if (!opt_u64("bound", optarg, 0, UINT64_MAX, &c->bound))
-			return OPT_USAGE;
-		return OPT_TAKEN;
-	case 'a':
-		c->split_all = true;
-		return OPT_TAKEN;
-	case 'G':
-		if (strcmp(optarg, "hash") && strcmp(optarg, "balanced")) {
-			fprintf(stderr,
-				"mercury-ps: unknown placement '%s': use hash or balanced\n",
-				optarg);
-			return OPT_USAGE;
-		}
-		c->balanced = !strcmp(optarg, "balanced");
-		return OPT_TAKEN;
-	default:
-		return OPT_NOT_MINE;
-	}
-}
-
-/* The run: profile, mode, scale, length, rates, output. */
-static int run_opt(int o, struct ps_config *c, struct cmdline *m)
-{
-	long v;
-
-	switch (o) {
-	case 'p':
-		m->profile = optarg;
-		return OPT_TAKEN;
-	case 'm':
-		if (ps_mode_from_name(optarg, &c->mode)) {
-			fprintf(stderr,
-				"mercury-ps: unknown mode '%s': use fifo, partition "
-				"or mercury\n",
-				optarg);
-			return OPT_USAGE;
-		}
-		return OPT_TAKEN;
-	case 's':
-		if (!opt_u64("shrink", optarg, 1, UINT32_MAX, &c->shrink))
-			return OPT_USAGE;
-		return OPT_TAKEN;
-	case 't':
-		if (!opt_double("time-scale", optarg, 1e-6, 1e6, &c->time_scale))
-			return OPT_USAGE;
-		return OPT_TAKEN;
-	case 'i':
-		if (!opt_long("iters", optarg, 1, 1000000, &v))
-			return OPT_USAGE;
-		c->iters = (int)v;
-		return OPT_TAKEN;
-	case 'w':
-		if (!opt_long("warmup", optarg, 0, 1000000, &v))
-			return OPT_USAGE;
-		c->warmup = (int)v;
-		return OPT_TAKEN;
-	case 'v':
-		c->verify = true;
-		return OPT_TAKEN;
-	case 'T':
-		if (!opt_double("timeout", optarg, 0.001, 1e6, &c->timeout_s))
-			return OPT_USAGE;
-		return OPT_TAKEN;
-	case 'l':
-		c->timeline = optarg;
-		return OPT_TAKEN;
-	case 'U':
-		if (parse_rate(optarg, &m->uplink)) {
-			fprintf(stderr, "mercury-ps: bad --uplink '%s': use e.g. 800mbit\n",
-				optarg);
-			return OPT_USAGE;
-		}
-		return OPT_TAKEN;
-	case 'R':
-		if (parse_rate(optarg, &m->rate)) {
-			fprintf(stderr, "mercury-ps: bad rate '%s': use e.g. 400mbit\n", optarg);
-			return OPT_USAGE;
-		}
-		return OPT_TAKEN;
-	default:
-		return OPT_NOT_MINE;
-	}
-}
-
-/* Faults, the job, the role and how the process lives. */
-static int job_opt(int o, struct ps_config *c, struct cmdline *m)
-{
-	long v;
-	uint64_t u;
-
-	switch (o) {
-	case 'S':
-		if (!opt_long("slow-rank", optarg, -1, PS_MAX_NODES - 1, &v))
-			return OPT_USAGE;
-		c->slow_rank = (int)v;
-		return OPT_TAKEN;
-	case 'D':
-		if (!opt_double("slow-s", optarg, 0, 3600, &c->slow_s))
-			return OPT_USAGE;
-		return OPT_TAKEN;
-	case 'X':
-		if (!opt_long("die-rank", optarg, -1, PS_MAX_NODES - 1, &v))
-			return OPT_USAGE;
-		c->die_rank = (int)v;
-		return OPT_TAKEN;
-	case 'Q':
-		if (!opt_u64("sock-prio", optarg, 0, UINT32_MAX, &u))
-			return OPT_USAGE;
-		c->sock_prio = (uint32_t)u;
-		return OPT_TAKEN;
-	case 'W':
-		c->write_ahead = true;
-		return OPT_TAKEN;
-	case 'M':
-		c->local_direct = true;
-		return OPT_TAKEN;
-	case 'O':
-		if (!opt_double("op-cost", optarg, 0, 1e7, &m->op_cost_us))
-			return OPT_USAGE;
-		return OPT_TAKEN;
-	case 'E':
-		c->role = PS_ROLE_WORKER;
-		return OPT_TAKEN;
-	case 'L':
-		m->layers = optarg;
-		return OPT_TAKEN;
-	case 'Z':
-		m->exit_with_parent = true;
-		return OPT_TAKEN;
-	case 'J':
-		if (!opt_long("jobs", optarg, 0, INT_MAX, &v))
-			return OPT_USAGE;
-		m->jobs = (int)v;
-		return OPT_TAKEN;
-	case 'j':
-	case 'g':
-	case 'y': {
-		char *end;
-		unsigned long long v;
-
-		errno = 0;
-		v = strtoull(optarg, &end, 10);
-		if (o == 'j' &&
-		    (!*optarg || *end || *optarg == '-' || errno || v < 1 || v > UINT32_MAX)) {
-			fprintf(stderr, "mercury-ps: --job '%s': give a job id, 1 to 4294967295\n",
-				optarg);
-			return OPT_USAGE;
-		}
-		if (o == 'g' &&
-		    (!*optarg || *end || *optarg == '-' || errno || v < 1 || v > MW_MAX_WEIGHT)) {
-			fprintf(stderr, "mercury-ps: --weight '%s': give 1 to %d\n", optarg,
-				MW_MAX_WEIGHT);
-			return OPT_USAGE;
-		}
-		if (o == 'y' &&
-		    (!*optarg || *end || *optarg == '-' || errno || v >= MERCURY_MAX_LEVELS)) {
-			fprintf(stderr,
-				"mercury-ps: --job-band '%s': give a band, 0 to bands - 3\n",
-				optarg);
-			return OPT_USAGE;
-		}
-		if (o == 'j')
-			c->job = (uint32_t)v;
-		else if (o == 'g')
-			c->weight = (uint32_t)v;
-		else
-			c->job_band = (int)v;
-		return OPT_TAKEN;
-	}
-	default:
-		return OPT_NOT_MINE;
-	}
-}
-
 /* The options' combinations, once all are read: -1 when they fit, else the exit status. */
-static int check_args(struct ps_config *c, const struct cmdline *m)
+static int check_args(struct cmdline *m)
 {
-	if (!m->profile == !m->layers || (m->layers && strcmp(m->cmd, "serve"))) {
+	struct ps_config *c = &m->c;
+
+	if (m->cmd == CMD_NONE) {
+		fprintf(stderr, "mercury-ps: give a command: run, serve, local or ideal (see "
+				"mercury-ps --help)\n");
+		return 2;
+	}
+	if (!m->profile == !m->layers || (m->layers && m->cmd != CMD_SERVE)) {
 		fprintf(stderr, "mercury-ps: give --profile (see models/)%s\n",
-			strcmp(m->cmd, "serve") ? "" : " or --layers, not both");
+			m->cmd != CMD_SERVE ? "" : " or --layers, not both");
 		return 2;
 	}
 	if (c->job_band >= 0 && c->mode == PS_MERCURY) {
@@ -582,41 +377,37 @@ static int check_args(struct ps_config *c, const struct cmdline *m)
 		return 2;
 	}
 	c->op_cost_s = m->op_cost_us * 1e-6 * c->time_scale;
-	if (c->shrink < 1 || c->part < 1 || c->chunk < 1) {
-		fprintf(stderr, "mercury-ps: --shrink, --part and --chunk must be >= 1\n");
-		return 2;
-	}
 	return -1;
 }
 
-/* The options after the command: -1 to go on, else the exit status. */
-static int parse_args(int argc, char **argv, struct ps_config *c, struct cmdline *m)
+/* The command line: -1 to go on, else the exit status. */
+static int parse_args(int argc, char **argv, struct cmdline *m)
 {
-	int o, r;
+	struct cmdline defaults;
+	char err[256];
+	int r;
 
-	optind = 2;
-	while ((o = cli_getopt(&ps_cli, argc, argv, "hV")) != -1) {
-		r = net_opt(o, c, m);
-		if (r == OPT_NOT_MINE)
-			r = run_opt(o, c, m);
-		if (r == OPT_NOT_MINE)
-			r = job_opt(o, c, m);
-		if (r == OPT_TAKEN)
-			continue;
-		if (r != OPT_NOT_MINE)
-			return r;
-		if (o == 'h') {
-			usage(stdout);
-			return 0;
-		}
-		if (o == 'V') {
-			printf("mercury-ps %s\n", MERCURY_VERSION);
-			return 0;
-		}
-		usage(stderr);
+	memset(m, 0, sizeof(*m));
+	ps_config_defaults(&m->c);
+	defaults = *m;
+	if (argc < 2) {
+		usage(stderr, &defaults);
 		return 2;
 	}
-	return check_args(c, m);
+	r = cli_parse(&ps_cli, argc, argv, m, NULL, err, sizeof(err));
+	if (r == CLI_HELP) {
+		usage(stdout, &defaults);
+		return 0;
+	}
+	if (r) {
+		fprintf(stderr, "mercury-ps: %s\n", err);
+		return 2;
+	}
+	if (m->version) {
+		printf("mercury-ps %s\n", MERCURY_VERSION);
+		return 0;
+	}
+	return check_args(m);
 }
 
 /* mercury-ps local: every node a thread on 127.0.0.1. */
@@ -657,19 +448,19 @@ static int run_local(struct ps_config *c, struct ps_profile *prof, int total)
 /* mercury-ps run and serve: this process is node --rank of --hosts. */
 static int run_node(struct ps_config *c, struct ps_profile *prof, struct cmdline *m, int total)
 {
-	int nhosts = split_hosts(m->hosts, c), rc;
 	char err[256];
+	int rc;
 
-	if (nhosts != c->nodes) {
-		fprintf(stderr, "mercury-ps: --hosts lists %d addresses for --nodes %d\n", nhosts,
-			c->nodes);
+	if (m->nhosts != c->nodes) {
+		fprintf(stderr, "mercury-ps: --hosts lists %d addresses for --nodes %d\n",
+			m->nhosts, c->nodes);
 		return 2;
 	}
 	if (c->rank < 0 || c->rank >= c->nodes) {
 		fprintf(stderr, "mercury-ps: --rank %d: give 0 to %d\n", c->rank, c->nodes - 1);
 		return 2;
 	}
-	if (!strcmp(m->cmd, "serve")) {
+	if (m->cmd == CMD_SERVE) {
 		rc = ps_serve_command(c, prof, m->jobs, m->exit_with_parent);
 		ps_profile_free(prof);
 		return rc;
@@ -686,47 +477,29 @@ static int run_node(struct ps_config *c, struct ps_profile *prof, struct cmdline
 
 int main(int argc, char **argv)
 {
-	struct ps_config c;
+	struct cmdline m;
+	struct ps_config *c = &m.c;
 	struct ps_profile prof;
-	struct cmdline m = {0};
 	char err[256];
 	int r;
 
 	cli_prog = "mercury-ps";
-	ps_config_defaults(&c);
-	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
-		usage(argc < 2 ? stderr : stdout);
-		return argc < 2 ? 2 : 0;
-	}
-	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V")) {
-		printf("mercury-ps %s\n", MERCURY_VERSION);
-		return 0;
-	}
-	m.cmd = argv[1];
-	if (strcmp(m.cmd, "run") && strcmp(m.cmd, "serve") && strcmp(m.cmd, "local") &&
-	    strcmp(m.cmd, "ideal")) {
-		fprintf(stderr,
-			"mercury-ps: unknown command '%s': use run, serve, local or ideal (see "
-			"mercury-ps --help)\n",
-			m.cmd);
-		return 2;
-	}
-	if ((r = parse_args(argc, argv, &c, &m)) >= 0)
+	if ((r = parse_args(argc, argv, &m)) >= 0)
 		return r;
 	if (m.layers ? ps_profile_from_list(m.layers, &prof, err, sizeof(err))
 		     : ps_profile_load(m.profile, &prof, err, sizeof(err))) {
 		fprintf(stderr, "mercury-ps: %s\n", err);
 		return 1;
 	}
-	if (!strcmp(m.cmd, "ideal")) {
+	if (m.cmd == CMD_IDEAL) {
 		if (m.rate <= 0) {
 			fprintf(stderr, "mercury-ps: ideal needs --rate (e.g. 400mbit)\n");
 			return 2;
 		}
-		return run_ideal(&c, &prof, (double)m.rate, (double)m.uplink);
+		return run_ideal(c, &prof, (double)m.rate, (double)m.uplink);
 	}
-	int total = c.warmup + c.iters + 1;
-	if (!strcmp(m.cmd, "local"))
-		return run_local(&c, &prof, total);
-	return run_node(&c, &prof, &m, total);
+	int total = c->warmup + c->iters + 1;
+	if (m.cmd == CMD_LOCAL)
+		return run_local(c, &prof, total);
+	return run_node(c, &prof, &m, total);
 }

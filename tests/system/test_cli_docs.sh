@@ -18,7 +18,7 @@ cmds=$("$bin" --help | awk '/^Commands:/ { f = 1; next } /^$/ { f = 0 } f && /^ 
 check "mercuryd --help lists the commands ($(echo $cmds))" "[ $(echo "$cmds" | wc -w) -ge 7 ]"
 known=" json pretty verbose pin-root help version "
 for c in $cmds; do
-	opts=$("$bin" "$c" --help | awk '/^Options:/ { f = 1; next } /^$/ { f = 0 } f && /^  --/ { print substr($1, 3) }')
+	opts=$("$bin" "$c" --help | awk '/^Options:/ { f = 1; next } /^$/ { f = 0 } f && /^  (-[a-zA-Z], )?--/ { sub(/^  -[a-zA-Z], /, "  "); print substr($1, 3) }')
 	for o in $opts; do
 		known+="$o "
 		check "man page documents $c --$o" "grep -qE -- '--$o([^a-z-]|\$)' <<<\"\$man\""
@@ -49,7 +49,7 @@ check "man page has ENVIRONMENT and FILES with /etc/mercury/interfaces" "grep -q
 ps=${MERCURY_PS:-$(dirname "$bin")/mercury-ps}
 if [ -x "$ps" ]; then
 	psman=$(sed 's/\\-/-/g; s/\\f[BIRP]//g' "$root/man/mercury-ps.1")
-	psopts=$("$ps" --help | awk '/^Options:/ { f = 1; next } /^$/ { f = 0 } f && /^  --/ { print substr($1, 3) }')
+	psopts=$("$ps" --help | awk '/^Options:/ { f = 1; next } /^$/ { f = 0 } f && /^  (-[a-zA-Z], )?--/ { sub(/^  -[a-zA-Z], /, "  "); print substr($1, 3) }')
 	check "mercury-ps --help lists its options ($(echo $psopts | wc -w))" "[ $(echo "$psopts" | wc -w) -ge 30 ]"
 	psknown=" "
 	for o in $psopts; do

@@ -62,6 +62,20 @@ static void test_attach_full(void **state)
 	assert_true(a.force);
 }
 
+static void test_attach_from(void **state)
+{
+	struct attach_args a;
+	char err[256] = "";
+
+	(void)state;
+	assert_int_equal(parse_attach(ARGV("attach", "--from=/etc/mercury/interfaces"), 2, &a, err),
+			 0);
+	assert_string_equal(a.from, "/etc/mercury/interfaces");
+	assert_null(a.iface);
+	assert_int_equal(parse_attach(ARGV("attach", "--from", "x"), 3, &a, err), 0);
+	assert_string_equal(a.from, "x");
+}
+
 static void test_attach_defaults(void **state)
 {
 	char **v = ARGV("attach", "veth0");
@@ -93,15 +107,17 @@ static void test_attach_errors(void **state)
 	expect_attach_error(ARGV("attach"), 1, "needs an interface");
 	expect_attach_error(ARGV("attach", "a", "b"), 3, "extra 'b'");
 	expect_attach_error(ARGV("attach", "a", "--qdisc", "fq"), 4, "unknown qdisc 'fq'");
-	expect_attach_error(ARGV("attach", "a", "--bands", "1"), 4, "from 2 to 16");
-	expect_attach_error(ARGV("attach", "a", "--bands", "17"), 4, "from 2 to 16");
-	expect_attach_error(ARGV("attach", "a", "--bands", "4x"), 4, "from 2 to 16");
+	expect_attach_error(ARGV("attach", "a", "--bands", "1"), 4, "give 2 to 16");
+	expect_attach_error(ARGV("attach", "a", "--bands", "17"), 4, "give 2 to 16");
+	expect_attach_error(ARGV("attach", "a", "--bands", "4x"), 4, "give 2 to 16");
 	expect_attach_error(ARGV("attach", "a", "--rate", "x"), 4, "--rate 'x'");
 	expect_attach_error(ARGV("attach", "a", "--bands", "4", "--default-band", "4"), 6,
 			    "not below --bands 4");
-	expect_attach_error(ARGV("attach", "a", "--hook", "xdp"), 4, "--hook 'xdp'");
+	expect_attach_error(ARGV("attach", "a", "--hook", "xdp"), 4, "unknown hook 'xdp'");
 	expect_attach_error(ARGV("attach", "a", "--rate"), 3, "needs a value");
 	expect_attach_error(ARGV("attach", "a", "--nope"), 3, "unknown option '--nope'");
+	expect_attach_error(ARGV("attach", "--from", "f", "a"), 4, "--from FILE takes no");
+	expect_attach_error(ARGV("attach", "--from", "f", "--force"), 4, "--from FILE takes no");
 }
 
 static void test_attach_dscp(void **state)
@@ -220,7 +236,7 @@ static void test_tag_errors(void **state)
 	expect_tag_error(ARGV("tag", "--pid", "1", "--fd", "3", "--offset", "0", "--level", "1"), 9,
 			 "either --next");
 	expect_tag_error(ARGV("tag", "--pid", "1", "--fd", "3", "--next", "0", "--level", "1"), 9,
-			 "above 0");
+			 "--next '0'");
 	expect_tag_error(ARGV("tag", "--pid", "1", "--fd", "3", "--next", "5"), 7, "--level");
 	expect_tag_error(ARGV("tag", "--pid", "1", "--fd", "3", "--next", "5", "--level", "16"), 9,
 			 "--level '16'");
@@ -235,7 +251,7 @@ int main(void)
 	    cmocka_unit_test(test_rates),	    cmocka_unit_test(test_attach_full),
 	    cmocka_unit_test(test_attach_defaults), cmocka_unit_test(test_attach_errors),
 	    cmocka_unit_test(test_attach_dscp),	    cmocka_unit_test(test_tag),
-	    cmocka_unit_test(test_tag_errors),
+	    cmocka_unit_test(test_tag_errors),	    cmocka_unit_test(test_attach_from),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
