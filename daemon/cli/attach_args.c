@@ -23,6 +23,12 @@ static const struct cli_opt attach_opts[] = {
      "for bands 0..3 and CS0 after; or one value (0..63, cs0..cs7,\n"
      "af11..af43, ef) per band, band 0 first, the last repeated\n"
      "(default: off; untagged packets are never rewritten)"},
+    {"dscp-guard", 'G', "on|off|BOUND",
+     "with --dscp: a socket's DSCP moves to a more urgent band's only\n"
+     "once every byte it sent before is acknowledged, so that none of\n"
+     "its packets overtakes its own earlier ones in a switch's\n"
+     "strict-priority queues; BOUND (e.g. 20ms, 500us) lets a rise go\n"
+     "ahead after that long (default: on, no bound)"},
     {"force", 'f', NULL,
      "replace a root qdisc Mercury did not create (detach restores it),\n"
      "or re-attach with other settings"},
@@ -154,6 +160,10 @@ int attach_args_parse(int argc, char **argv, struct attach_args *a, char *err, s
 			break;
 		case 'D':
 			if (dscp_opt_parse(optarg, &a->dscp, err, errlen))
+				return -EINVAL;
+			break;
+		case 'G':
+			if (dscp_guard_parse(optarg, &a->dscp_guard, err, errlen))
 				return -EINVAL;
 			break;
 		case 'f':
