@@ -47,18 +47,21 @@ struct options {
 	unsigned int hit; /* index of the range the packet's offset falls in */
 	bool json;
 	bool dscp; /* DSCP export on (attach --dscp default): the tagged packet's TOS rewritten */
+	bool dscp_guard; /* with dscp: the fabric order guard on (attach --dscp-guard on) */
 };
 
 static void usage(FILE *f, const char *argv0)
 {
 	fprintf(f,
-		"usage: %s [-j] [--rounds N] [--repeat N] [--hit I] [--dscp]\n"
+		"usage: %s [-j] [--rounds N] [--repeat N] [--hit I] [--dscp] [--dscp-guard]\n"
 		"  Per-packet cost of the Mercury classifier under BPF_PROG_TEST_RUN (root).\n"
 		"  -j, --json     print JSON\n"
 		"  --rounds N     rounds, each runs every program once (default 9, at least 7)\n"
 		"  --repeat N     runs per program per round (default 1000000)\n"
 		"  --hit I        range index 0..31 the packet hits (default 16, the middle)\n"
-		"  --dscp         DSCP export on (the map of attach --dscp default)\n",
+		"  --dscp         DSCP export on (the map of attach --dscp default)\n"
+		"  --dscp-guard   and the fabric order guard on (its no-rise path: the\n"
+		"                 packet's band is its socket's last one)\n",
 		argv0);
 }
 
@@ -78,13 +81,10 @@ static int parse_uint(const char *s, unsigned int min, unsigned int max, unsigne
 static int parse_options(int argc, char **argv, struct options *o)
 {
 	static const struct option longopts[] = {
-	    {"json", no_argument, NULL, 'j'},
-	    {"rounds", required_argument, NULL, 'r'},
-	    {"repeat", required_argument, NULL, 'n'},
-	    {"hit", required_argument, NULL, 'i'},
-	    {"dscp", no_argument, NULL, 'D'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
+	    {"json", no_argument, NULL, 'j'},	      {"rounds", required_argument, NULL, 'r'},
+	    {"repeat", required_argument, NULL, 'n'}, {"hit", required_argument, NULL, 'i'},
+	    {"dscp", no_argument, NULL, 'D'},	      {"dscp-guard", no_argument, NULL, 'G'},
+	    {"help", no_argument, NULL, 'h'},	      {NULL, 0, NULL, 0},
 	};
 	int c;
 
@@ -116,6 +116,9 @@ static int parse_options(int argc, char **argv, struct options *o)
 			break;
 		case 'D':
 			o->dscp = true;
+			break;
+		case 'G':
+			o->dscp = o->dscp_guard = true;
 			break;
 		case 'h':
 			usage(stdout, argv[0]);
@@ -159,7 +162,7 @@ static size_t build_ipv4_tcp(uint8_t *buf, uint32_t seq)
 	return len;
 }
 
-static void fill_cfg(struct mercury_iface_cfg *cfg, bool dscp)
+static void fill_cfg(struct mercury_iface_cfg *cfg, bool dscp, bool guard)
 {
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->nbands = 4;
@@ -169,6 +172,7 @@ static void fill_cfg(struct mercury_iface_cfg *cfg, bool dscp)
 	for (unsigned int b = 0; b < MERCURY_MAX_BANDS; b++)
 		cfg->skb_priority[b] = PRIORITY_BASE + b;
 	cfg->dscp_on = dscp;
+	cfg->dscp_guard = dscp && guard; /* no bound: attach's default */
 	for (unsigned int b = 0; dscp && b < MERCURY_MAX_BANDS; b++)
 		cfg->dscp[b] = b < 4 ? (uint8_t)((5 - b) << 3) : 0; /* attach --dscp default */
 }
@@ -242,8 +246,9 @@ struct results {
 static void print_text(const struct options *o, const struct results *r)
 {
 	printf("BPF_PROG_TEST_RUN, %u rounds x %u runs, IPv4 TCP %d B payload, hit range %u/32, "
-	       "DSCP export %s\n",
-	       o->rounds, o->repeat, PAYLOAD, o->hit, o->dscp ? "on" : "off");
+	       "DSCP export %s%s\n",
+	       o->rounds, o->repeat, PAYLOAD, o->hit, o->dscp ? "on" : "off",
+	       o->dscp_guard ? ", fabric guard on" : "");
 	for (int p = 0; p < NPROGS; p++)
 		printf("  %-11s median %6.2f ns/run  (min %.2f, max %.2f)\n", prog_names[p],
 		       r->median_ns[p], r->min_ns[p], r->max_ns[p]);
@@ -261,6 +266,7 @@ static void print_json(const struct options *o, const struct results *r)
 	json_object_object_add(root, "repeat", json_object_new_int((int)o->repeat));
 	json_object_object_add(root, "hit_range", json_object_new_int((int)o->hit));
 	json_object_object_add(root, "dscp", json_object_new_boolean(o->dscp));
+	json_object_object_add(root, "dscp_guard", json_object_new_boolean(o->dscp_guard));
 	for (int p = 0; p < NPROGS; p++) {
 		struct json_object *j = json_object_new_object();
 
@@ -330,7 +336,7 @@ int main(int argc, char **argv)
 	/* seq such that offset = bytes_acked + (s32)(seq - snd_una) = middle of range o.hit */
 	seq = SND_UNA + (uint32_t)(tags.ranges[o.hit].start + 500 - BYTES_ACKED);
 	len = build_ipv4_tcp(pkt, seq);
-	fill_cfg(&cfg, o.dscp);
+	fill_cfg(&cfg, o.dscp, o.dscp_guard);
 	err = set_map(test->maps.cfg, &cfg, "cfg") ?: set_map(prod->maps.cfg, &cfg, "cfg") ?:
 	      set_map(test->maps.test_view, &view, "test_view") ?:
 	      set_map(test->maps.test_tags, &tags, "test_tags") ?:

@@ -53,7 +53,7 @@ static __always_inline void sock_view_from_maps(struct mercury_sock_view *v)
 	if (!tv->has_tags)
 		return;
 	v->tags = bpf_map_lookup_elem(&test_tags, &zero);
-	if (v->tags)
+	if (v->tags && !tv->no_sock_stats)
 		v->sock_stats = bpf_map_lookup_elem(&test_sock_stats, &zero);
 }
 

@@ -45,6 +45,7 @@ static __always_inline bool mercury_begin(struct __sk_buff *skb, struct mercury_
 	if (!c->cfg || !c->cfg->nbands)
 		return false;
 	c->seq = 0;
+	c->end_seq = 0;
 	c->l3_off = 0;
 	c->ipv6 = 0;
 	c->outcome = mercury_parse(skb, c);
@@ -64,7 +65,7 @@ static __always_inline int mercury_finish(struct __sk_buff *skb, struct mercury_
 	__u64 outcome = c->outcome, band = conf->default_band, last, len;
 	struct mercury_stats *st;
 	bool kept = false, released = false, marked = false;
-	__u32 zero = 0;
+	__u32 zero = 0, dguard = 0;
 
 	if (outcome == MERCURY_NEEDS_SOCK) {
 		outcome = mercury_decide(c, v, &band);
@@ -111,9 +112,21 @@ static __always_inline int mercury_finish(struct __sk_buff *skb, struct mercury_
 	barrier_var(band);
 	band &= MERCURY_MAX_BANDS - 1;
 	skb->priority = conf->skb_priority[band];
-	/* DSCP export: tagged packets only (their band, kept or not); others keep theirs. */
-	if (conf->dscp_on && outcome == MERCURY_OUT_TAGGED)
-		marked = mercury_set_dscp(skb, c, conf->dscp[band] & 0x3f);
+	/* DSCP export: tagged packets only (their band, kept or not, or the fabric guard's);
+	 * others keep theirs. */
+	if (conf->dscp_on && outcome == MERCURY_OUT_TAGGED) {
+		__u64 dband = band;
+
+		if (ss && conf->dscp_guard)
+			dband = mercury_dscp_guard(conf, v, ss, band, last, &dguard);
+		barrier_var(dband);
+		marked =
+		    mercury_set_dscp(skb, c, conf->dscp[dband & (MERCURY_MAX_BANDS - 1)] & 0x3f);
+	}
+	/* The fabric guard's high-water mark: every payload packet of the socket, marked or not
+	 * (set outright until a packet was marked, then only forward). */
+	if (ss && conf->dscp_guard && (!ss->dscp_band || (__s32)(c->end_seq - ss->dscp_end) > 0))
+		ss->dscp_end = c->end_seq;
 
 	len = skb->len;
 	st = bpf_map_lookup_elem(&stats, &zero);
@@ -136,6 +149,13 @@ static __always_inline int mercury_finish(struct __sk_buff *skb, struct mercury_
 		if (marked) {
 			st->dscp_marked.packets++;
 			st->dscp_marked.bytes += len;
+		}
+		if (dguard == MERCURY_DSCP_KEPT) {
+			st->dscp_kept.packets++;
+			st->dscp_kept.bytes += len;
+		} else if (dguard == MERCURY_DSCP_RELEASED) {
+			st->dscp_released.packets++;
+			st->dscp_released.bytes += len;
 		}
 	}
 	if (ss) {

@@ -26,6 +26,7 @@ struct mercury_classify_ctx {
 	const struct mercury_iface_cfg *cfg;
 	__u32 outcome; /* enum mercury_outcome or MERCURY_NEEDS_SOCK */
 	__u32 seq;     /* sequence number of the first payload byte */
+	__u32 end_seq; /* sequence number just past the last payload byte */
 	__u32 l3_off;  /* offset of the IP header (valid for MERCURY_NEEDS_SOCK) */
 	__u32 ipv6;    /* 1: that header is IPv6, 0: IPv4 */
 };
@@ -137,6 +138,7 @@ static __always_inline __u32 mercury_parse(struct __sk_buff *skb, struct mercury
 		return MERCURY_OUT_NO_PAYLOAD;
 	/* A SYN takes one sequence number before its data (TCP Fast Open). */
 	c->seq = bpf_ntohl(th->seq) + th->syn;
+	c->end_seq = c->seq + (len - hdrs);
 	return MERCURY_NEEDS_SOCK;
 }
 

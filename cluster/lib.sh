@@ -248,11 +248,14 @@ shaper_attach() {
 	if [ "$CL_SHAPER" = mercuryd ]; then
 		# One pin root per node: every node's interface is called e0, and with a shared
 		# pin root attach on node 1.. would find node 0's pins and leave e0 unshaped.
+		# CL_DSCP_GUARD: the fabric order guard (mercuryd attach --dscp-guard; its
+		# default when unset); CL_ATTACH_FORCE=1 re-attaches (cluster_dscp_guard).
 		local dscp=()
 		[ "$CL_PORT_QUEUES" -gt 1 ] || [ "${CL_DSCP:-0}" = 1 ] && dscp=(--dscp "$(cl_dscp_list)")
+		[ ${#dscp[@]} -gt 0 ] && [ -n "${CL_DSCP_GUARD:-}" ] && dscp+=(--dscp-guard "$CL_DSCP_GUARD")
 		cl_in "$i" "$MERCURYD" --pin-root "$CL_PIN/n$i" attach e0 --qdisc htb \
 			--bands "$CL_BANDS" --rate "${rate}mbit" --default-band "$CL_DEFAULT_BAND" \
-			"${dscp[@]}" >/dev/null || {
+			"${dscp[@]}" ${CL_ATTACH_FORCE:+--force} >/dev/null || {
 			echo "cluster: mercuryd attach failed on node $i" >&2
 			return 1
 		}
@@ -273,6 +276,14 @@ shaper_attach() {
 		echo "cluster: node $i's egress is not shaped at ${rate} Mbit/s" >&2
 		return 1
 	}
+}
+
+# cluster_dscp_guard MODE: the fabric order guard of every node's classifier (on, off or a
+# bound: mercuryd attach --dscp-guard) between runs; the nodes must write DSCP.
+cluster_dscp_guard() {
+	local i CL_ATTACH_FORCE=1
+	CL_DSCP_GUARD=$1
+	for ((i = 0; i < CL_NODES; i++)); do shaper_attach "$i" "$CL_RATE_MBIT" || return 1; done
 }
 
 # cluster_rto_min MS: TCP's retransmission-timeout floor (200 ms) does not scale with the

@@ -31,6 +31,7 @@ _mercuryd() {
 	--qdisc) COMPREPLY=($(compgen -W "auto mqprio prio ets htb tbf" -- "$cur")); return ;;
 	--hook) COMPREPLY=($(compgen -W "auto tcx clsact" -- "$cur")); return ;;
 	--dscp) COMPREPLY=($(compgen -W "off default" -- "$cur")); return ;;
+	--dscp-guard) COMPREPLY=($(compgen -W "on off" -- "$cur")); return ;;
 	--group) COMPREPLY=($(compgen -g -- "$cur")); return ;;
 	--bands | --rate | --default-band | --pid | --fd | --next | --offset | --len | --level | --metrics-interval)
 		return ;;
@@ -46,7 +47,7 @@ _mercuryd() {
 	case $cmd in
 	attach)
 		if [[ $cur == -* ]]; then
-			COMPREPLY=($(compgen -W "--qdisc --bands --rate --default-band --hook --dscp --force --from --help" -- "$cur"))
+			COMPREPLY=($(compgen -W "--qdisc --bands --rate --default-band --hook --dscp --dscp-guard --force --from --help" -- "$cur"))
 		else
 			COMPREPLY=($(compgen -W "$(_mercuryd_ifaces)" -- "$cur"))
 		fi ;;

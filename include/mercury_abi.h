@@ -11,7 +11,7 @@
 #include <linux/types.h>
 #endif
 
-#define MERCURY_LAYOUT_VERSION 6
+#define MERCURY_LAYOUT_VERSION 7
 
 /* Priority levels carried by tags: 0 is the most urgent. */
 #define MERCURY_MAX_LEVELS 16
@@ -76,6 +76,13 @@ struct mercury_sock_stats {
 	__u32 last_band;      /* band + 1 of the last packet; 0: none yet */
 	__u32 guard_since_us; /* low 32 bits of the monotonic clock in us (never 0) when the
 			       * guard first held the socket's pending rise; 0: not holding */
+	/* The fabric order guard (cfg.dscp_guard): the socket's DSCP moves to a more urgent
+	 * band's only once every byte it sent before is acknowledged, so that no packet of
+	 * the socket overtakes its own earlier ones in a switch's strict-priority queues. */
+	__u32 dscp_band;     /* band + 1 whose DSCP the last marked packet carried; 0: none */
+	__u32 dscp_end;	     /* sequence number just past the furthest payload byte sent */
+	__u32 dscp_since_us; /* like guard_since_us, for the fabric guard's pending rise */
+	__u32 pad;
 };
 
 /* What the classifier decided for a packet; one counter pair each. */
@@ -109,11 +116,22 @@ struct mercury_stats {
 	struct mercury_counter order_released;
 	/* packets whose IP header got their band's DSCP (cfg.dscp_on; tagged packets only) */
 	struct mercury_counter dscp_marked;
+	/* marked packets that carried their socket's previous, less urgent DSCP because bytes
+	 * the socket sent before were not yet acknowledged (cfg.dscp_guard): in a switch they
+	 * could still wait in a less urgent queue, and a more urgent DSCP would overtake them */
+	struct mercury_counter dscp_kept;
+	/* marked packets that moved to a more urgent DSCP with unacknowledged bytes before them
+	 * because the fabric guard had held the socket for cfg.dscp_guard_us (one per rise) */
+	struct mercury_counter dscp_released;
 };
 
 /* The order guard's bound mercuryd writes into cfg.order_guard_us: a level rise takes effect
  * at most this long after the guard first held it, whatever the other traffic does. */
 #define MERCURY_ORDER_GUARD_US 4000
+
+/* The fabric order guard's default bound (cfg.dscp_guard_us; mercuryd attach --dscp-guard):
+ * 0, none: a rise waits until the socket's earlier bytes are acknowledged. */
+#define MERCURY_DSCP_GUARD_US 0
 
 /* Value of the array "cfg" (one entry), written by mercuryd at attach. */
 struct mercury_iface_cfg {
@@ -129,6 +147,12 @@ struct mercury_iface_cfg {
 	/* The order guard's bound: a socket held in its previous band (its earlier packets still
 	 * queued in a less urgent one) moves up once held this long. 0: no bound. */
 	__u32 order_guard_us;
+	/* The fabric order guard (with dscp_on): a socket's DSCP moves to a more urgent band's
+	 * only once the bytes it sent before are acknowledged (moves to a less urgent band's
+	 * never wait: a strict-priority queue ahead drains first), or once held for
+	 * dscp_guard_us (0: no bound). Off: each packet carries its own band's DSCP. */
+	__u32 dscp_guard;
+	__u32 dscp_guard_us;
 };
 
 /*
@@ -246,6 +270,8 @@ struct mercury_attach_state {
 	__u32 saved_root;      /* handle of the replaced root (major << 16); 0 when none */
 	__u32 dscp_on;	       /* the DSCP export cfg has (kept here so re-attach is exact) */
 	__u8 dscp[MERCURY_MAX_BANDS];
+	__u32 dscp_guard; /* cfg.dscp_guard and cfg.dscp_guard_us, kept likewise */
+	__u32 dscp_guard_us;
 };
 
 #endif /* MERCURY_ABI_H */

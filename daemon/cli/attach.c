@@ -72,7 +72,8 @@ static void request_from_args(struct attach_request *r, const struct attach_args
 				     .rate_bps = a->rate_bps,
 				     .default_band = a->default_band,
 				     .force = a->force,
-				     .dscp = a->dscp};
+				     .dscp = a->dscp,
+				     .dscp_guard = a->dscp_guard};
 }
 
 int do_attach(const struct cli_ctx *ctx, int argc, char **argv)

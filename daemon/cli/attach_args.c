@@ -30,6 +30,11 @@ static int dscp_field(const char *arg, void *field, char *err, size_t errlen)
 	return dscp_opt_parse(arg, field, err, errlen);
 }
 
+static int dscp_guard_field(const char *arg, void *field, char *err, size_t errlen)
+{
+	return dscp_guard_parse(arg, field, err, errlen);
+}
+
 #define A(member) CLI_FIELD(struct attach_args, member)
 
 /* clang-format off */
@@ -53,6 +58,12 @@ static const struct cli_opt attach_opts[] = {
 	     "with DSCP-to-queue maps: default is CS5,CS4,CS3,CS2 for bands 0..3 and CS0 "
 	     "after; or one value (0..63, cs0..cs7, af11..af43, ef) per band, band 0 first, "
 	     "the last repeated", .def = "off; untagged packets are never rewritten"},
+    {.name = "dscp-guard", .type = CLI_CUSTOM, A(dscp_guard), .parse = dscp_guard_field,
+     .arg = "on|off|BOUND",
+     .help = "with --dscp: a socket's DSCP moves to a more urgent band's only once every byte "
+	     "it sent before is acknowledged, so that none of its packets overtakes its own "
+	     "earlier ones in a switch's strict-priority queues; BOUND (e.g. 20ms, 500us) lets "
+	     "a rise go ahead after that long", .def = "on, no bound"},
     {.name = "force", .short_name = 'f', .type = CLI_FLAG, A(force),
      .help = "replace a root qdisc Mercury did not create (detach restores it), or "
 	     "re-attach with other settings"},

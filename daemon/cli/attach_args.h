@@ -22,6 +22,7 @@ struct attach_args {
 	bool help;
 	const char *from;     /* --from FILE: attach what FILE lists instead */
 	struct dscp_opt dscp; /* band_plan.h */
+	struct dscp_guard_opt dscp_guard;
 };
 
 /* "off", "default", or a comma-separated list of DSCP values (0..63 or names: cs0..cs7,

@@ -77,6 +77,12 @@ static struct json_object *status_json(const char *root, const char *iface, cons
 	/* the band -> DSCP map the classifier reads (null: off), and what it marked */
 	json_object_object_add(o, "dscp", dscp_json(cfg->dscp_on, cfg->dscp, st->nbands));
 	json_object_object_add(o, "dscp_marked", counter_json(&sum->dscp_marked));
+	/* the fabric order guard: on or off, its bound, what it held and let through */
+	json_object_object_add(o, "dscp_guard", json_object_new_boolean(cfg->dscp_guard != 0));
+	json_object_object_add(o, "dscp_guard_us",
+			       json_object_new_int64((int64_t)cfg->dscp_guard_us));
+	json_object_object_add(o, "dscp_kept", counter_json(&sum->dscp_kept));
+	json_object_object_add(o, "dscp_released", counter_json(&sum->dscp_released));
 	return o;
 }
 
@@ -115,6 +121,21 @@ static void status_text(const char *root, const char *iface, const char *dir,
 			       (unsigned long long)sum->dscp_marked.packets,
 			       (unsigned long long)sum->dscp_marked.bytes);
 		printf("\n");
+		if (cfg->dscp_on && cfg->dscp_guard) {
+			printf("  kept their socket's previous DSCP (bytes before unacknowledged): "
+			       "%llu packets, %llu bytes\n",
+			       (unsigned long long)sum->dscp_kept.packets,
+			       (unsigned long long)sum->dscp_kept.bytes);
+			if (cfg->dscp_guard_us)
+				printf("  moved up past the fabric guard's bound (%.1f ms): %llu "
+				       "packets\n",
+				       cfg->dscp_guard_us / 1000.0,
+				       (unsigned long long)sum->dscp_released.packets);
+			else
+				printf("  fabric guard without bound\n");
+		} else if (cfg->dscp_on) {
+			printf("  fabric guard off\n");
+		}
 	}
 }
 

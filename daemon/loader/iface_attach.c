@@ -31,6 +31,10 @@ static bool dscp_matches(const struct mercury_attach_state *st, const struct att
 	uint8_t want[MERCURY_MAX_BANDS];
 	char err[128];
 
+	if (a->dscp_guard.given && st->dscp_on &&
+	    (a->dscp_guard.off == (bool)st->dscp_guard ||
+	     (!a->dscp_guard.off && a->dscp_guard.bound_us != st->dscp_guard_us)))
+		return false;
 	if (!a->dscp.given)
 		return true;
 	if (!a->dscp.on || !st->dscp_on)
@@ -189,6 +193,12 @@ static int plan_backend(struct attach_plan *p, char *err, size_t errlen)
 	st->dscp_on = a->dscp.on;
 	p->cfg.order_guard_us = MERCURY_ORDER_GUARD_US;
 	p->cfg.dscp_on = st->dscp_on;
+	st->dscp_guard = st->dscp_on && !a->dscp_guard.off;
+	st->dscp_guard_us =
+	    st->dscp_guard ? (a->dscp_guard.given ? a->dscp_guard.bound_us : MERCURY_DSCP_GUARD_US)
+			   : 0;
+	p->cfg.dscp_guard = st->dscp_guard;
+	p->cfg.dscp_guard_us = st->dscp_guard_us;
 	memcpy(p->cfg.dscp, st->dscp, sizeof(p->cfg.dscp));
 	st->layout_version = MERCURY_LAYOUT_VERSION;
 	st->ifindex = (__u32)a->ifindex;

@@ -27,6 +27,7 @@ struct attach_request {
 	int default_band;	      /* -1: last band */
 	bool force; /* replace a foreign root qdisc, or an attach with other settings */
 	struct dscp_opt dscp;
+	struct dscp_guard_opt dscp_guard;
 };
 
 /* Everything attach decides before it changes anything on the interface. */

@@ -105,6 +105,10 @@ int iface_stats_read(const char *root, const char *iface, struct mercury_stats *
 			sum->order_released.bytes += per_cpu[c].order_released.bytes;
 			sum->dscp_marked.packets += per_cpu[c].dscp_marked.packets;
 			sum->dscp_marked.bytes += per_cpu[c].dscp_marked.bytes;
+			sum->dscp_kept.packets += per_cpu[c].dscp_kept.packets;
+			sum->dscp_kept.bytes += per_cpu[c].dscp_kept.bytes;
+			sum->dscp_released.packets += per_cpu[c].dscp_released.packets;
+			sum->dscp_released.bytes += per_cpu[c].dscp_released.bytes;
 		}
 	}
 	free(per_cpu);

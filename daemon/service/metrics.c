@@ -135,6 +135,13 @@ static int iface_metrics(const char *iface, void *arg)
 		put_iface_count(f, "mercury_dscp_marked_packets_total", iface,
 				sum.dscp_marked.packets);
 		break;
+	case 11:
+		put_iface_count(f, "mercury_dscp_kept_packets_total", iface, sum.dscp_kept.packets);
+		break;
+	case 12:
+		put_iface_count(f, "mercury_dscp_released_packets_total", iface,
+				sum.dscp_released.packets);
+		break;
 	}
 	return 0;
 }
@@ -160,6 +167,11 @@ static void datapath_metrics(FILE *f, const char *root)
 	    {"mercury_order_released_packets_total", "counter",
 	     "Level rises the order guard let through at its time bound, its socket's earlier "
 	     "packets still queued."},
+	    {"mercury_dscp_kept_packets_total", "counter",
+	     "Tagged packets that kept their socket's previous DSCP because bytes it sent before "
+	     "were unacknowledged (the fabric order guard)."},
+	    {"mercury_dscp_released_packets_total", "counter",
+	     "DSCP rises the fabric order guard let through at its time bound."},
 	};
 	struct iface_walk w = {.f = f, .root = root};
 	char path[PATH_MAX];

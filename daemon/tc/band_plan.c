@@ -3,6 +3,8 @@
 #include "band_plan.h"
 
 #include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -191,5 +193,38 @@ int dscp_opt_fill(const struct dscp_opt *d, unsigned nbands, uint8_t out[MERCURY
 
 		out[b] = d->std ? dscp_default_of_band(src) : d->v[src < d->n ? src : d->n - 1];
 	}
+	return 0;
+}
+
+int dscp_guard_parse(const char *s, struct dscp_guard_opt *g, char *err, size_t errlen)
+{
+	char *end;
+	unsigned long long v;
+
+	*g = (struct dscp_guard_opt){.given = 1, .bound_us = MERCURY_DSCP_GUARD_US};
+	if (strcmp(s, "off") == 0) {
+		g->off = true;
+		return 0;
+	}
+	if (strcmp(s, "on") == 0)
+		return 0;
+	errno = 0;
+	v = (*s >= '0' && *s <= '9') ? strtoull(s, &end, 10) : 0;
+	if (*s < '0' || *s > '9' || errno) {
+		end = NULL;
+	} else if (strcmp(end, "ms") == 0) {
+		v *= 1000;
+	} else if (strcmp(end, "us") == 0 || (*end == '\0' && v == 0)) {
+		;
+	} else {
+		end = NULL;
+	}
+	if (!end || v > UINT32_MAX) {
+		snprintf(err, errlen,
+			 "--dscp-guard '%s': give on, off, or a bound like 20ms, 500us or 0 (none)",
+			 s);
+		return -EINVAL;
+	}
+	g->bound_us = (uint32_t)v;
 	return 0;
 }

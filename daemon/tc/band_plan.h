@@ -89,6 +89,17 @@ struct dscp_opt {
 	uint8_t v[MERCURY_MAX_BANDS];
 };
 
+/* The fabric order guard asked for (mercuryd attach --dscp-guard): on (the default with
+ * --dscp) with a bound in microseconds (0: none), or off. */
+struct dscp_guard_opt {
+	int given; /* 0: --dscp-guard not given (on, MERCURY_DSCP_GUARD_US) */
+	bool off;
+	uint32_t bound_us;
+};
+
+/* "on", "off", or a bound like 20ms, 500us, 0 (no bound). 0, or -EINVAL (err). */
+int dscp_guard_parse(const char *s, struct dscp_guard_opt *g, char *err, size_t errlen);
+
 /* The DSCP map `--dscp default` gives band b: CS5, CS4, CS3, CS2 for bands 0..3, CS0 after. */
 uint8_t dscp_default_of_band(unsigned band);
 

@@ -6,7 +6,13 @@ values, ECN codepoints of first transmissions and of retransmissions (segments t
 sequence space already seen) apart, IPv4 header checksums that do not verify. One JSON
 object on stdout. A veth delivers GSO packets whole: a "segment" may be many on a wire.
 
-Usage: dscp_capture.py IFACE SECONDS
+With URGENCY (DSCP values, most urgent first: the sender's band map) it also follows the
+fabric order guard: "rises" counts first transmissions whose DSCP is more urgent than the
+flow's previous first transmission's, "rises_unacked" those of them sent while bytes before
+them were unacknowledged, judged by the highest ACK the receiver had sent on the flow before
+the segment arrived (the ACKs leave IFACE, so they are captured here too, in order).
+
+Usage: dscp_capture.py IFACE SECONDS [URGENCY]
 """
 import json
 import socket
@@ -26,6 +32,8 @@ def ipv4_sum_ok(hdr):
 
 def main():
     iface, secs = sys.argv[1], float(sys.argv[2])
+    urgency = [int(v) for v in sys.argv[3].split(",")] if len(sys.argv) > 3 else []
+    acks = {}  # port -> highest ACK number the receiver sent from it
     s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
     s.bind((iface, 0))
     s.settimeout(0.2)
@@ -36,8 +44,7 @@ def main():
             frame, addr = s.recvfrom(1 << 17)
         except socket.timeout:
             continue
-        if addr[2] == socket.PACKET_OUTGOING:
-            continue
+        outgoing = addr[2] == socket.PACKET_OUTGOING
         proto = struct.unpack("!H", frame[12:14])[0]
         off = 14
         if proto == 0x0800:
@@ -58,6 +65,13 @@ def main():
             continue
         if l4p != 6:
             continue
+        if outgoing:  # the receiver's ACKs: the highest per port, in sequence space
+            sport = struct.unpack("!H", frame[l4:l4 + 2])[0]
+            ack = struct.unpack("!I", frame[l4 + 8:l4 + 12])[0]
+            if frame[l4 + 13] & 0x10 and (sport not in acks or
+                                          (ack - acks[sport]) & 0xFFFFFFFF < 1 << 31):
+                acks[sport] = ack
+            continue
         dport = struct.unpack("!H", frame[l4 + 2:l4 + 4])[0]
         seq = struct.unpack("!I", frame[l4 + 4:l4 + 8])[0]
         doff = (frame[l4 + 12] >> 4) * 4
@@ -67,7 +81,8 @@ def main():
         p = ports.setdefault(dport, {"segments": 0, "dscp": {}, "ecn_new": {}, "ecn_retransmitted": {},
                                      "bad_ipv4_csum": 0,
                                      "retransmitted": 0, "retransmitted_dscp": {},
-                                     "_base": seq, "_hi": 0})
+                                     "rises": 0, "rises_unacked": 0,
+                                     "_base": seq, "_hi": 0, "_last": None})
         rel = (seq - p["_base"]) & 0xFFFFFFFF
         dscp, ecn = str(ds >> 2), str(ds & 3)
         p["segments"] += 1
@@ -79,9 +94,17 @@ def main():
             p["ecn_retransmitted"][ecn] = p["ecn_retransmitted"].get(ecn, 0) + 1
         else:
             p["ecn_new"][ecn] = p["ecn_new"].get(ecn, 0) + 1
+            if ds >> 2 in urgency:
+                rank = urgency.index(ds >> 2)
+                if p["_last"] is not None and rank < p["_last"]:
+                    p["rises"] += 1
+                    ack = acks.get(dport)
+                    if ack is None or 0 < (seq - ack) & 0xFFFFFFFF < 1 << 31:
+                        p["rises_unacked"] += 1
+                p["_last"] = rank
         p["_hi"] = max(p["_hi"], rel + payload)
     for p in ports.values():
-        del p["_base"], p["_hi"]
+        del p["_base"], p["_hi"], p["_last"]
     print(json.dumps({str(k): v for k, v in ports.items()}))
 
 

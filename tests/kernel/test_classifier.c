@@ -731,6 +731,8 @@ static void read_stats(const struct bpf_map *map, struct mercury_stats *sum)
 		sum->order_released.packets += percpu[c].order_released.packets;
 		sum->dscp_marked.packets += percpu[c].dscp_marked.packets;
 		sum->dscp_marked.bytes += percpu[c].dscp_marked.bytes;
+		sum->dscp_kept.packets += percpu[c].dscp_kept.packets;
+		sum->dscp_released.packets += percpu[c].dscp_released.packets;
 	}
 	free(percpu);
 }
@@ -993,14 +995,14 @@ static void ipv4_fix_checksum(uint8_t *ip, size_t len)
 	put16(ip + 10, (uint16_t)~ipv4_sum(ip, len));
 }
 
-/* Runs the test program on frame with the given socket view; out gets the packet after it. */
-static struct run_result run_dscp(const struct mercury_iface_cfg *cfg,
-				  const struct mercury_sock_tags *tags, const uint8_t *frame,
-				  size_t len, uint8_t *out)
+/* Runs the test program on frame with the socket view *view (its has_tags from tags); out
+ * gets the packet after it. */
+static struct run_result run_dscp_view(const struct mercury_iface_cfg *cfg,
+				       const struct mercury_sock_tags *tags,
+				       struct mercury_test_view view, const uint8_t *frame,
+				       size_t len, uint8_t *out)
 {
 	struct classifier_test_bpf *skel = fx.skel;
-	struct mercury_test_view view = {
-	    .has_sock = 1, .snd_una = 50000, .bytes_acked = 1500, .has_tags = tags != NULL};
 	struct __sk_buff ctx_in = {.priority = PRIO_UNSET}, ctx_out = {0};
 	LIBBPF_OPTS(bpf_test_run_opts, opts, .data_in = frame, .data_size_in = (uint32_t)len,
 		    .data_out = out, .data_size_out = FRAME_MAX, .ctx_in = &ctx_in,
@@ -1008,6 +1010,7 @@ static struct run_result run_dscp(const struct mercury_iface_cfg *cfg,
 		    .ctx_size_out = sizeof(ctx_out), .repeat = 1);
 	struct run_result r = {0};
 
+	view.has_tags = tags != NULL;
 	set_elem(skel->maps.cfg, cfg);
 	set_elem(skel->maps.test_view, &view);
 	if (tags)
@@ -1019,6 +1022,17 @@ static struct run_result run_dscp(const struct mercury_iface_cfg *cfg,
 	r.priority = ctx_out.priority;
 	r.bytes_unchanged = memcmp(out, frame, len) == 0;
 	return r;
+}
+
+/* run_dscp_view with the usual socket: snd_una 50000 at stream offset 1500. */
+static struct run_result run_dscp(const struct mercury_iface_cfg *cfg,
+				  const struct mercury_sock_tags *tags, const uint8_t *frame,
+				  size_t len, uint8_t *out)
+{
+	struct mercury_test_view view = {
+	    .has_sock = 1, .snd_una = 50000, .bytes_acked = 1500, .has_tags = tags != NULL};
+
+	return run_dscp_view(cfg, tags, view, frame, len, out);
 }
 
 /* Every byte of out equals frame's except those in [from, to). */
@@ -1204,6 +1218,159 @@ static void test_dscp_order_guard(void **state)
 	ss.last_band = 0;
 	assert_int_equal(
 	    bpf_map_update_elem(bpf_map__fd(skel->maps.test_sock_stats), &zero, &ss, BPF_ANY), 0);
+}
+
+/* The DSCP (bits 7..2 of the IPv4 TOS) of a frame without VLAN tag. */
+#define DSCP4(frame) ((frame)[14 + 1] >> 2)
+
+static void set_sock_stats(const struct mercury_sock_stats *ss)
+{
+	uint32_t zero = 0;
+
+	assert_int_equal(
+	    bpf_map_update_elem(bpf_map__fd(fx.skel->maps.test_sock_stats), &zero, ss, BPF_ANY), 0);
+}
+
+static struct mercury_sock_stats get_sock_stats(void)
+{
+	struct mercury_sock_stats ss;
+	uint32_t zero = 0;
+
+	assert_int_equal(
+	    bpf_map_lookup_elem(bpf_map__fd(fx.skel->maps.test_sock_stats), &zero, &ss), 0);
+	return ss;
+}
+
+/*
+ * The fabric order guard (cfg.dscp_guard): a socket whose band rises keeps its previous band's
+ * DSCP (skb->priority follows the band: the host's own guard is separate) while bytes it sent
+ * before are unacknowledged, and takes the new DSCP once they are; a move to a less urgent
+ * band's DSCP never waits; a held rise goes ahead after cfg.dscp_guard_us; bands with one DSCP
+ * are no rise; every payload packet carries the socket's high-water mark forward; guard off,
+ * or no per-socket state (the socket storage could not be had), the band's own DSCP.
+ */
+static void test_dscp_fabric_guard(void **state)
+{
+	/* offsets [1, 3000) level 2, [3000, 6000) level 0 */
+	static const struct mercury_sock_tags tags = {
+	    .count = 2, .ranges = {{1, 3000, .level = 2}, {3000, 6000, .level = 0}}};
+	struct mercury_iface_cfg cfg = cfg3_dscp();
+	/* snd_una 50000 is offset 1500: bytes [50000, 51500) are unacknowledged */
+	struct mercury_test_view view = {.has_sock = 1, .snd_una = 50000, .bytes_acked = 1500};
+	struct pkt_spec rise = {TCP4(3000)}, low = {TCP4(1400)};
+	struct mercury_stats before, after;
+	struct mercury_sock_stats ss;
+	uint8_t frame[FRAME_MAX], out[FRAME_MAX];
+	size_t len = build_frame(&rise, frame);
+	struct run_result r;
+
+	(void)state;
+	ipv4_fix_checksum(frame + 14, 20);
+	cfg.dscp_guard = 1;
+	cfg.dscp_guard_us = 0;
+	set_sock_stats(&(struct mercury_sock_stats){.dscp_band = 2 + 1, .dscp_end = SEQ_AT(3000)});
+	read_stats(fx.skel->maps.stats, &before);
+	/* rise with bytes [50000, 51500) unacknowledged: band 0 at the host, band 2's DSCP */
+	r = run_dscp_view(&cfg, &tags, view, frame, len, out);
+	assert_int_equal(r.priority, PRIO_BASE + 0);
+	assert_int_equal(DSCP4(out), DSCP_OF_BAND(2));
+	assert_true(ipv4_sum(out + 14, 20) == 0xffff);
+	ss = get_sock_stats();
+	assert_int_equal(ss.dscp_band, 2 + 1);
+	assert_int_equal(ss.dscp_end, SEQ_AT(3000) + 100); /* carried forward by the packet */
+	assert_int_equal(ss.dscp_since_us, 0);		   /* no bound: no clock read */
+	read_stats(fx.skel->maps.stats, &after);
+	assert_int_equal(after.dscp_kept.packets - before.dscp_kept.packets, 1);
+	assert_int_equal(after.dscp_marked.packets - before.dscp_marked.packets, 1);
+	/* one byte short of the mark: still kept */
+	set_sock_stats(&(struct mercury_sock_stats){.dscp_band = 2 + 1, .dscp_end = SEQ_AT(3000)});
+	view.snd_una = SEQ_AT(3000) - 1;
+	view.bytes_acked = 3000 - 1;
+	run_dscp_view(&cfg, &tags, view, frame, len, out);
+	assert_int_equal(DSCP4(out), DSCP_OF_BAND(2));
+	/* the held packet carried the mark past itself: it is sent, so it counts too */
+	assert_int_equal(get_sock_stats().dscp_end, SEQ_AT(3000) + 100);
+	/* every byte before acknowledged: the rise takes effect */
+	set_sock_stats(&(struct mercury_sock_stats){.dscp_band = 2 + 1, .dscp_end = SEQ_AT(3000)});
+	view.snd_una = SEQ_AT(3000);
+	view.bytes_acked = 3000;
+	run_dscp_view(&cfg, &tags, view, frame, len, out);
+	assert_int_equal(DSCP4(out), DSCP_OF_BAND(0));
+	assert_int_equal(get_sock_stats().dscp_band, 0 + 1);
+	/* back down to level 2 with everything unacknowledged: at once */
+	view = (struct mercury_test_view){.has_sock = 1, .snd_una = 50000, .bytes_acked = 1500};
+	set_sock_stats(&(struct mercury_sock_stats){.dscp_band = 0 + 1, .dscp_end = SEQ_AT(3000)});
+	len = build_frame(&low, frame);
+	run_dscp_view(&cfg, &tags, view, frame, len, out);
+	assert_int_equal(DSCP4(out), DSCP_OF_BAND(2));
+	assert_int_equal(get_sock_stats().dscp_band, 2 + 1);
+	/* a retransmission below the mark leaves it where it is */
+	assert_int_equal(get_sock_stats().dscp_end, SEQ_AT(3000));
+	len = build_frame(&rise, frame);
+
+	/* the bound: held within it (the hold's start recorded), released past it */
+	cfg.dscp_guard_us = 50000;
+	set_sock_stats(&(struct mercury_sock_stats){.dscp_band = 2 + 1, .dscp_end = SEQ_AT(3000)});
+	run_dscp_view(&cfg, &tags, view, frame, len, out);
+	assert_int_equal(DSCP4(out), DSCP_OF_BAND(2));
+	ss = get_sock_stats();
+	assert_int_not_equal(ss.dscp_since_us, 0);
+	assert_true(monotonic_us() - ss.dscp_since_us < 50000);
+	ss.dscp_since_us = (monotonic_us() - 60000) | 1;
+	set_sock_stats(&ss);
+	read_stats(fx.skel->maps.stats, &before);
+	run_dscp_view(&cfg, &tags, view, frame, len, out);
+	read_stats(fx.skel->maps.stats, &after);
+	assert_int_equal(DSCP4(out), DSCP_OF_BAND(0));
+	assert_int_equal(after.dscp_released.packets - before.dscp_released.packets, 1);
+	assert_int_equal(after.dscp_kept.packets, before.dscp_kept.packets);
+	ss = get_sock_stats();
+	assert_int_equal(ss.dscp_since_us, 0);
+	assert_int_equal(ss.dscp_band, 0 + 1);
+	cfg.dscp_guard_us = 0;
+
+	/* bands 0 and 2 with one DSCP: nothing to overtake in the switch, no hold */
+	cfg.dscp[0] = cfg.dscp[2];
+	set_sock_stats(&(struct mercury_sock_stats){.dscp_band = 2 + 1, .dscp_end = SEQ_AT(3000)});
+	read_stats(fx.skel->maps.stats, &before);
+	run_dscp_view(&cfg, &tags, view, frame, len, out);
+	read_stats(fx.skel->maps.stats, &after);
+	assert_int_equal(after.dscp_kept.packets, before.dscp_kept.packets);
+	assert_int_equal(get_sock_stats().dscp_band, 0 + 1);
+	cfg = cfg3_dscp();
+	cfg.dscp_guard = 1;
+
+	/* a tag miss (not marked) carries the mark forward too */
+	set_sock_stats(&(struct mercury_sock_stats){.dscp_band = 2 + 1, .dscp_end = SEQ_AT(3000)});
+	{
+		struct pkt_spec miss = {TCP4(7000)};
+		size_t mlen = build_frame(&miss, frame);
+
+		run_dscp_view(&cfg, &tags, view, frame, mlen, out);
+		assert_int_equal(get_sock_stats().dscp_end, SEQ_AT(7000) + 100);
+		assert_int_equal(get_sock_stats().dscp_band, 2 + 1);
+	}
+	len = build_frame(&rise, frame);
+
+	/* guard off: the band's own DSCP whatever is unacknowledged, no state kept */
+	cfg.dscp_guard = 0;
+	set_sock_stats(&(struct mercury_sock_stats){.dscp_band = 2 + 1, .dscp_end = SEQ_AT(3000)});
+	run_dscp_view(&cfg, &tags, view, frame, len, out);
+	assert_int_equal(DSCP4(out), DSCP_OF_BAND(0));
+	assert_int_equal(get_sock_stats().dscp_band, 2 + 1);
+	assert_int_equal(get_sock_stats().dscp_end, SEQ_AT(3000));
+
+	/* fail-open: no per-socket state (socket storage not had), the band's DSCP */
+	cfg.dscp_guard = 1;
+	view.no_sock_stats = 1;
+	run_dscp_view(&cfg, &tags, view, frame, len, out);
+	assert_int_equal(DSCP4(out), DSCP_OF_BAND(0));
+	assert_int_equal(get_sock_stats().dscp_band, 2 + 1);
+	/* and no full TCP socket: no offset, nothing marked (TAGGED needs the socket) */
+	view = (struct mercury_test_view){0};
+	r = run_dscp_view(&cfg, &tags, view, frame, len, out);
+	assert_true(r.bytes_unchanged);
+	set_sock_stats(&(struct mercury_sock_stats){0});
 }
 
 /* 32 disjoint ranges with gaps: every range found at its first and last byte, none at its end. */
@@ -1546,6 +1713,7 @@ int main(void)
 	    cmocka_unit_test(test_dscp_ipv6),
 	    cmocka_unit_test(test_dscp_untouched),
 	    cmocka_unit_test(test_dscp_order_guard),
+	    cmocka_unit_test(test_dscp_fabric_guard),
 	    cmocka_unit_test(test_production_program),
 	    cmocka_unit_test(test_production_real_socket),
 	    cmocka_unit_test(test_production_real_socket_dscp),

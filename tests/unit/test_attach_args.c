@@ -120,6 +120,38 @@ static void test_attach_errors(void **state)
 	expect_attach_error(ARGV("attach", "--from", "f", "--force"), 4, "--from FILE takes no");
 }
 
+/* --dscp-guard: on (the default bound), off, a bound in ms or us, 0 for none; errors. */
+static void test_attach_dscp_guard(void **state)
+{
+	static const char *const bad[] = {"", "x", "5", "5s", "-1ms", "ms", "5 ms", "4294968ms"};
+	struct dscp_guard_opt g;
+	struct attach_args a;
+	char err[256] = "";
+
+	(void)state;
+	assert_int_equal(parse_attach(ARGV("attach", "eth0", "--dscp", "default"), 4, &a, err), 0);
+	assert_false(a.dscp_guard.given);
+	assert_int_equal(
+	    parse_attach(ARGV("attach", "eth0", "--dscp-guard", "off", "--dscp", "default"), 6, &a,
+			 err),
+	    0);
+	assert_true(a.dscp_guard.given && a.dscp_guard.off && a.dscp.on);
+	assert_int_equal(dscp_guard_parse("on", &g, err, sizeof(err)), 0);
+	assert_true(g.given && !g.off && g.bound_us == MERCURY_DSCP_GUARD_US);
+	assert_int_equal(dscp_guard_parse("20ms", &g, err, sizeof(err)), 0);
+	assert_true(!g.off && g.bound_us == 20000);
+	assert_int_equal(dscp_guard_parse("750us", &g, err, sizeof(err)), 0);
+	assert_int_equal(g.bound_us, 750);
+	assert_int_equal(dscp_guard_parse("0", &g, err, sizeof(err)), 0);
+	assert_true(!g.off && g.bound_us == 0);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		err[0] = 0;
+		if (dscp_guard_parse(bad[i], &g, err, sizeof(err)) != -EINVAL)
+			fail_msg("--dscp-guard '%s' accepted", bad[i]);
+		assert_non_null(strstr(err, "--dscp-guard"));
+	}
+}
+
 static void test_attach_dscp(void **state)
 {
 	char **v = ARGV("attach", "eth0", "--dscp", "ef,AF41,26,cs0");
@@ -248,10 +280,15 @@ static void test_tag_errors(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_rates),	    cmocka_unit_test(test_attach_full),
-	    cmocka_unit_test(test_attach_defaults), cmocka_unit_test(test_attach_errors),
-	    cmocka_unit_test(test_attach_dscp),	    cmocka_unit_test(test_tag),
-	    cmocka_unit_test(test_tag_errors),	    cmocka_unit_test(test_attach_from),
+	    cmocka_unit_test(test_rates),
+	    cmocka_unit_test(test_attach_full),
+	    cmocka_unit_test(test_attach_defaults),
+	    cmocka_unit_test(test_attach_errors),
+	    cmocka_unit_test(test_attach_dscp),
+	    cmocka_unit_test(test_attach_dscp_guard),
+	    cmocka_unit_test(test_tag),
+	    cmocka_unit_test(test_tag_errors),
+	    cmocka_unit_test(test_attach_from),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
