@@ -10,16 +10,51 @@
 #include "attach_args.h"
 #include "attach_from.h"
 #include "tc/band_plan.h"
+#include "tc/qdisc.h"
+#include "tc/rise_bound.h"
 #include "cli.h"
+#include "log.h"
 #include "loader/iface_attach.h"
 #include "loader/iface_pins.h"
 #include "loader/pins.h"
+
+/*
+ * htb: the time a level rise takes at most (rise_bound.h), from the bands' guaranteed rate and
+ * this network namespace's tcp_limit_output_bytes; a warning with the limit that would bound
+ * it by RISE_TARGET_US. 0 and no output for backends without a guaranteed rate per band.
+ */
+#define RISE_TARGET_US 1000000ull
+static uint64_t rise_report(const struct mercury_attach_state *st, uint64_t *tsq, uint64_t *r)
+{
+	uint64_t b, want;
+
+	if (st->backend != MERCURY_BACKEND_HTB || !st->rate_bps || rise_read_tsq(tsq))
+		return 0;
+	*r = qdisc_htb_band_rate(st->rate_bps, st->nbands);
+	b = rise_bound_us(MERCURY_ORDER_GUARD_US, *tsq, *r);
+	if (b > RISE_TARGET_US) {
+		want = rise_tsq_for(MERCURY_ORDER_GUARD_US, RISE_TARGET_US, *r);
+		if (want)
+			log_warn("a level rise may take up to %.1f s here: sockets keep up to "
+				 "net.ipv4.tcp_limit_output_bytes (%llu) below TCP, draining at a "
+				 "band's guaranteed %.2f Mbit/s; set it to %llu or less in this "
+				 "network namespace for 1 s",
+				 b / 1e6, (unsigned long long)*tsq, *r * 8 / 1e6,
+				 (unsigned long long)want);
+		else
+			log_warn("a level rise may take up to %.1f s here: a band's guaranteed "
+				 "%.2f Mbit/s drains less than two GSO packets in 1 s",
+				 b / 1e6, *r * 8 / 1e6);
+	}
+	return b;
+}
 
 static void print_attached(const struct cli_ctx *ctx, const char *iface,
 			   const struct mercury_attach_state *st, const char *how, const char *warn,
 			   const char *why)
 {
 	char dir[PATH_MAX];
+	uint64_t tsq = 0, r = 0, rise = rise_report(st, &tsq, &r);
 
 	pins_path(dir, sizeof(dir), ctx->pin_root, iface, NULL);
 	if (ctx->json) {
@@ -44,6 +79,14 @@ static void print_attached(const struct cli_ctx *ctx, const char *iface,
 			json_object_object_add(o, "auto", json_object_new_string(why));
 		if (warn && *warn)
 			json_object_object_add(o, "warning", json_object_new_string(warn));
+		if (rise) {
+			json_object_object_add(o, "band_rate_bps",
+					       json_object_new_int64((int64_t)r));
+			json_object_object_add(o, "tcp_limit_output_bytes",
+					       json_object_new_int64((int64_t)tsq));
+			json_object_object_add(o, "rise_bound_us",
+					       json_object_new_int64((int64_t)rise));
+		}
 		cli_json_print(ctx, o);
 		return;
 	}
@@ -60,6 +103,10 @@ static void print_attached(const struct cli_ctx *ctx, const char *iface,
 	}
 	if (why && *why)
 		printf("auto: %s\n", why);
+	if (rise)
+		printf("level rise: within %.2f s (each band guaranteed %.2f Mbit/s, "
+		       "tcp_limit_output_bytes %llu)\n",
+		       rise / 1e6, r * 8 / 1e6, (unsigned long long)tsq);
 }
 
 static void request_from_args(struct attach_request *r, const struct attach_args *a, int ifindex)

@@ -28,6 +28,9 @@
 #include "mercury_abi.h"
 #include "qdisc_ctx.h" /* struct qdisc_root, qdisc_spec */
 
+/* htb: the rate each band's leaf is guaranteed under R with nbands bands (bytes/s). */
+uint64_t qdisc_htb_band_rate(uint64_t rate_bps, unsigned nbands);
+
 int qdisc_get_root(int ifindex, struct qdisc_root *out, char *err, size_t errlen);
 
 /*

@@ -9,11 +9,15 @@
  * for the nested bands (band_plan.h, htb_layout()). The nested parent runs at 2 R so that
  * only the root shapes: a nested htb that throttled itself would stall its host leaf.
  * HTB lends the parent's spare rate to the smallest prio value first, so band 0 gets all of R it
- * can use and lower bands only their small guaranteed r; r is kept tiny so that the sum of
- * guarantees stays well under R. Each leaf gets an explicit pfifo (limit txqueuelen, 1000
- * if the device has 0) instead of HTB's default one, whose limit would be the device's
- * txqueuelen even when that is 0 (dropping everything).
+ * can use and lower bands only their small guaranteed r (qdisc_htb_band_rate()). r is what
+ * bounds a level rise: the bytes a socket already has queued in a lower band (TCP small
+ * queues: tcp_limit_output_bytes plus one GSO packet) drain at r before its later ones,
+ * now in a more urgent band, can be delivered in order (rise_bound.h).
+ * Each leaf gets an explicit pfifo (limit txqueuelen, 1000 if the device has 0) instead of
+ * HTB's default one, whose limit would be the device's txqueuelen even when that is 0
+ * (dropping everything).
  */
+#include "qdisc.h"
 #include "qdisc_backend.h"
 #include "band_plan.h"
 
@@ -28,7 +32,8 @@
 #include <netlink/route/qdisc/htb.h>
 
 #define HTB_MIN_RATE	  1250u	  /* bytes/s (10 kbit/s): below this r would round to 0 */
-#define HTB_LEAF_RATE_MAX 125000u /* bytes/s (1 Mbit/s) guaranteed to each lower band */
+#define HTB_LEAF_RATE_MIN 125000u /* bytes/s (1 Mbit/s): a band's guarantee, at least */
+#define HTB_LEAF_RATE_DIV 100u	  /* and 1 % of R where that is more (qdisc_htb_band_rate) */
 #define HTB_QUANTUM	  60000u  /* explicit, so the kernel does not warn about r2q */
 #define LEAF_PFIFO_LIMIT  1000
 
@@ -161,6 +166,20 @@ static int add_htb_level(struct qdisc_ctx *c, uint32_t major, uint64_t rate, uin
 	return rc;
 }
 
+/*
+ * The rate guaranteed to each band: 1 % of R, at least 1 Mbit/s (a queue of 128 KiB drains in
+ * about 1 s at 1 Mbit/s, in 0.1 s at 10 Mbit/s), and all bands together below half of R.
+ * A band that is backlogged takes r from the more urgent ones: 1 % of R per busy band.
+ */
+uint64_t qdisc_htb_band_rate(uint64_t rate, unsigned nbands)
+{
+	uint64_t r = rate / HTB_LEAF_RATE_DIV, cap = rate / (2 * (nbands ? nbands : 1));
+
+	if (r < HTB_LEAF_RATE_MIN)
+		r = HTB_LEAF_RATE_MIN;
+	return r < cap ? r : cap;
+}
+
 int qdisc_htb_create(struct qdisc_ctx *c, const struct qdisc_spec *s)
 {
 	uint32_t major = s->handle, nested_major = s->handle + (1u << 16);
@@ -180,10 +199,7 @@ int qdisc_htb_create(struct qdisc_ctx *c, const struct qdisc_spec *s)
 			 (unsigned long long)rate, HTB_MIN_RATE);
 		return -EINVAL;
 	}
-	/* Guarantees of all bands together stay below half of R. */
-	leaf_rate = rate / (2 * s->nbands);
-	if (leaf_rate > HTB_LEAF_RATE_MAX)
-		leaf_rate = HTB_LEAF_RATE_MAX;
+	leaf_rate = qdisc_htb_band_rate(rate, s->nbands);
 
 	rc = add_htb_qdisc(c, TC_H_ROOT, major, MERCURY_HTB_LEAF_MINOR0 + lo.root_default,
 			   "creating root qdisc htb");
