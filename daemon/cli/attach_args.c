@@ -23,6 +23,12 @@ static const struct cli_opt attach_opts[] = {
      "for bands 0..3 and CS0 after; or one value (0..63, cs0..cs7,\n"
      "af11..af43, ef) per band, band 0 first, the last repeated\n"
      "(default: off; untagged packets are never rewritten)"},
+    {"job-policy", 'J', "share|priority",
+     "what a job's weight buys: share (htb only: each job its own\n"
+     "classes, assured rate in proportion to its weight, layer\n"
+     "priority inside the job) or priority (a lighter job yields\n"
+     "log2(w_max/w) bands); default share with htb up to 8 bands,\n"
+     "else priority"},
     {"force", 'f', NULL,
      "replace a root qdisc Mercury did not create (detach restores it),\n"
      "or re-attach with other settings"},
@@ -102,6 +108,7 @@ int attach_args_parse(int argc, char **argv, struct attach_args *a, char *err, s
 
 	memset(a, 0, sizeof(*a));
 	a->default_band = -1;
+	a->job_policy = -1;
 	optind = 0;
 	opterr = 0;
 	while ((c = cli_getopt(&attach_command, argc, argv, ":fh")) != -1) {
@@ -156,6 +163,17 @@ int attach_args_parse(int argc, char **argv, struct attach_args *a, char *err, s
 			if (dscp_opt_parse(optarg, &a->dscp, err, errlen))
 				return -EINVAL;
 			break;
+		case 'J': {
+			enum mercury_job_policy jp;
+
+			if (job_policy_from_name(optarg, &jp)) {
+				snprintf(err, errlen, "--job-policy '%s': use share or priority",
+					 optarg);
+				return -EINVAL;
+			}
+			a->job_policy = (int)jp;
+			break;
+		}
 		case 'f':
 			a->force = true;
 			break;

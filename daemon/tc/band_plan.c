@@ -193,3 +193,116 @@ int dscp_opt_fill(const struct dscp_opt *d, unsigned nbands, uint8_t out[MERCURY
 	}
 	return 0;
 }
+
+const char *job_policy_name(enum mercury_job_policy p)
+{
+	switch (p) {
+	case MERCURY_POLICY_PRIORITY:
+		return "priority";
+	case MERCURY_POLICY_SHARE:
+		return "share";
+	default:
+		return NULL;
+	}
+}
+
+int job_policy_from_name(const char *s, enum mercury_job_policy *out)
+{
+	if (s && strcmp(s, "priority") == 0)
+		*out = MERCURY_POLICY_PRIORITY;
+	else if (s && strcmp(s, "share") == 0)
+		*out = MERCURY_POLICY_SHARE;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+uint32_t htb_share_class_minor(unsigned slot)
+{
+	return MERCURY_HTB_SHARE_MINOR0 + slot;
+}
+
+uint32_t htb_share_leaf_minor(unsigned slot, unsigned prio)
+{
+	return MERCURY_HTB_SHARE_LEAF_STRIDE * (slot + 1) + MERCURY_HTB_LEAF_MINOR0 + prio;
+}
+
+int band_plan_job_policy(enum mercury_backend b, enum mercury_job_policy policy,
+			 uint32_t qdisc_handle, struct mercury_iface_cfg *cfg, char *err,
+			 size_t errlen)
+{
+	uint32_t major = qdisc_handle ? qdisc_handle : MERCURY_QDISC_HANDLE;
+
+	cfg->share_slots = 0;
+	memset(cfg->skb_priority_share, 0, sizeof(cfg->skb_priority_share));
+	if (policy == MERCURY_POLICY_PRIORITY)
+		return 0;
+	if (policy != MERCURY_POLICY_SHARE) {
+		snprintf(err, errlen, "unknown job policy %d", (int)policy);
+		return -EINVAL;
+	}
+	if (b != MERCURY_BACKEND_HTB) {
+		snprintf(err, errlen,
+			 "--job-policy share needs --qdisc htb (per-job classes with assured "
+			 "rates); %s applies the priority rule",
+			 backend_name(b) ? backend_name(b) : "this backend");
+		return -EINVAL;
+	}
+	if (cfg->nbands > MERCURY_HTB_SHARE_MAX_BANDS) {
+		snprintf(err, errlen, "--job-policy share takes at most %u bands, not %u",
+			 MERCURY_HTB_SHARE_MAX_BANDS, cfg->nbands);
+		return -EINVAL;
+	}
+	cfg->share_slots = MERCURY_SHARE_SLOTS;
+	for (unsigned s = 0; s < MERCURY_SHARE_SLOTS; s++)
+		for (unsigned band = 0; band < cfg->nbands; band++)
+			cfg->skb_priority_share[s][band] = major | htb_share_leaf_minor(s, band);
+	return 0;
+}
+
+uint64_t htb_leaf_rate(uint64_t rate, unsigned nbands, enum mercury_job_policy policy)
+{
+	uint64_t r = rate / (2 * (nbands ? nbands : 1));
+
+	if (policy == MERCURY_POLICY_SHARE && r > rate / (64 * (nbands ? nbands : 1)))
+		r = rate / (64 * (nbands ? nbands : 1));
+
+	return r > MERCURY_HTB_LEAF_RATE_MAX ? MERCURY_HTB_LEAF_RATE_MAX : r;
+}
+
+void htb_share_rates(uint64_t rate, unsigned nbands, const uint32_t weight[MERCURY_SHARE_SLOTS],
+		     uint64_t out[MERCURY_SHARE_SLOTS])
+{
+	uint64_t reserved = htb_leaf_rate(rate, nbands, MERCURY_POLICY_SHARE) * nbands, budget,
+		 wsum = 0, idle = 0;
+
+	for (unsigned s = 0; s < MERCURY_SHARE_SLOTS; s++) {
+		wsum += weight[s];
+		idle += !weight[s];
+	}
+	budget = rate > reserved ? rate - reserved : rate / 2;
+	if (wsum)
+		budget =
+		    budget > idle * MERCURY_HTB_MIN_RATE ? budget - idle * MERCURY_HTB_MIN_RATE : 0;
+	for (unsigned s = 0; s < MERCURY_SHARE_SLOTS; s++) {
+		uint64_t r = !wsum	 ? budget / MERCURY_SHARE_SLOTS
+			     : weight[s] ? (uint64_t)((unsigned __int128)budget * weight[s] / wsum)
+					 : 0;
+
+		out[s] = r < MERCURY_HTB_MIN_RATE ? MERCURY_HTB_MIN_RATE : r;
+	}
+}
+
+void htb_share_quanta(const uint32_t weight[MERCURY_SHARE_SLOTS], uint32_t full,
+		      uint32_t out[MERCURY_SHARE_SLOTS])
+{
+	uint32_t wmax = 0;
+
+	for (unsigned s = 0; s < MERCURY_SHARE_SLOTS; s++)
+		wmax = weight[s] > wmax ? weight[s] : wmax;
+	for (unsigned s = 0; s < MERCURY_SHARE_SLOTS; s++) {
+		uint64_t q = weight[s] ? (uint64_t)full * weight[s] / wmax : full;
+
+		out[s] = q < full / 20 ? full / 20 : (uint32_t)q;
+	}
+}
