@@ -2,12 +2,13 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """One training job's bulk traffic for the job-policy tests: declares JOB with WEIGHT through
 mercuryd, opens one TCP connection to HOST:PORT per layer given, tags everything each will
-write as that layer (push, no iteration open: the current one) and writes continuously for
-SECS seconds. Every 0.5 s it prints one JSON line: {"t": seconds since start, "acked":
+write as that layer (push, no iteration open: the current one) and writes continuously from
+START (seconds since the epoch: the jobs of a test start together, whatever their start-up
+took) for SECS seconds. Every 0.5 s it prints one JSON line: {"t": seconds since START, "acked":
 [bytes acked so far, one a connection]} (TCP_INFO tcpi_bytes_acked, so bytes still queued
 below TCP do not count).
 
-Usage: share_sender.py HOST PORT JOB WEIGHT SECS LAYER [LAYER...]   (PYTHONPATH=python,
+Usage: share_sender.py HOST PORT JOB WEIGHT START SECS LAYER [LAYER...]   (PYTHONPATH=python,
 MERCURY_SOCKET=the service's socket)
 """
 import json
@@ -39,9 +40,9 @@ def writer(s, stop):
 
 
 def main():
-    host, port, job, weight, secs = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), \
-        int(sys.argv[4]), float(sys.argv[5])
-    layers = [int(x) for x in sys.argv[6:]]
+    host, port, job, weight = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+    start, secs = float(sys.argv[5]), float(sys.argv[6])
+    layers = [int(x) for x in sys.argv[7:]]
     m = mercury.Client()
     m.job_declare(job, N_LAYERS, weight)
     socks = []
@@ -51,12 +52,12 @@ def main():
         socks.append(s)
     stop = threading.Event()
     threads = [threading.Thread(target=writer, args=(s, stop), daemon=True) for s in socks]
-    t0 = time.monotonic()
+    time.sleep(max(0.0, start - time.time()))
     for t in threads:
         t.start()
-    while time.monotonic() - t0 < secs:
+    while time.time() - start < secs:
         time.sleep(0.5)
-        print(json.dumps({"t": round(time.monotonic() - t0, 3),
+        print(json.dumps({"t": round(time.time() - start, 3),
                           "acked": [acked(s) for s in socks]}), flush=True)
     stop.set()
     for s in socks:

@@ -8,7 +8,7 @@
 #  2. the same under --job-policy priority (the rule before): printed beside it, and B gets
 #     under 10 % (it yields a band and starves: what share fixes);
 #  3. weights 1 and 1: within 10 % of 1:1;
-#  4. one job alone: >= 90 % of the link.
+#  4. one job alone: >= 85 % of the link in goodput (headers are ~4 % of the wire).
 # Tags go through the service (MERCURY_FASTPATH=0: a fast path another test attached to a
 # cgroup above this one must not answer them). Rates are bytes acked (TCP_INFO) over each
 # run's last seconds, after the weights' rates are set. Two connections a job keep each job
@@ -23,25 +23,27 @@ trap 'cleanup; rm -rf "$tmp"' EXIT
 
 # run_jobs NAME "JOB WEIGHT LAYER..." ...: the jobs at once for $SECS s; NAME.<job> files.
 run_jobs() {
-	local name=$1 spec pids=()
+	local name=$1 spec pids=() start
 	shift
+	start=$(echo "$(date +%s.%N) + 2" | bc -l) # after every sender's start-up
 	for spec in "$@"; do
 		# shellcheck disable=SC2086
 		set -- $spec
 		MERCURY_FASTPATH=0 MERCURY_SOCKET=$tmp/sock PYTHONPATH=$ROOT/python in_s python3 \
-			"$ROOT/tests/integration/share_sender.py" 10.77.0.2 7000 "$1" "$2" "$SECS" "${@:3}" \
+			"$ROOT/tests/integration/share_sender.py" 10.77.0.2 7000 "$1" "$2" "$start" "$SECS" "${@:3}" \
 			>"$tmp/$name.$1" 2>&1 &
 		pids+=($!)
 	done
 	for p in "${pids[@]}"; do wait "$p" || fail "$name: a sender failed: $(tail -n 2 "$tmp"/$name.*)"; done
 }
-# rate NAME JOB [CONN,...]: Mbit/s acked from $FROM s to the end, all connections or these.
+# rate NAME JOB [CONN,...]: Mbit/s acked from $FROM s to 1 s before the end (a window every
+# job of the run shares), all connections or these.
 rate() {
-	python3 - "$tmp/$1.$2" "$FROM" "${3:-}" <<'PY'
+	python3 - "$tmp/$1.$2" "$FROM" "${3:-}" "$((SECS - 1))" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
 a = next(r for r in rows if r["t"] >= float(sys.argv[2]))
-b = rows[-1]
+b = [r for r in rows if r["t"] <= float(sys.argv[4])][-1]
 conns = [int(c) for c in sys.argv[3].split(",")] if sys.argv[3] else range(len(b["acked"]))
 print("%.1f" % (sum(b["acked"][i] - a["acked"][i] for i in conns) * 8 / 1e6 / (b["t"] - a["t"])))
 PY
@@ -61,7 +63,7 @@ check "htb's default job policy is share" \
 start_serve "$tmp/sock" "$tmp/serve.log" || { fail "mercuryd serve"; finish; }
 
 # 1. weights 2:1 under share; the job classes' rates sampled while the jobs run
-(sleep "$FROM"; in_s tc class show dev va | grep -E "htb 4d45:[23] ") >"$tmp/classes" &
+(sleep "$((FROM + 2))"; in_s tc class show dev va | grep -E "htb 4d45:[23] ") >"$tmp/classes" &
 run_jobs w21 "1 2 1 1 6" "2 1 1 1"
 wait $!
 a=$(rate w21 1) a1=$(rate w21 1 0,1) a6=$(rate w21 1 2) b=$(rate w21 2)
@@ -94,7 +96,7 @@ check "share 1:1: A/B = $(echo "$a / $b" | bc -l | cut -c1-4) within 10 % of 1" 
 run_jobs alone "1 1 3 3"
 a=$(rate alone 1)
 echo "share, one job alone: $a Mbit/s"
-check "share: a job alone gets >= 90 % of ${RATE_MBIT} Mbit/s ($a)" \
-	test "$(echo "$a >= 0.9 * $RATE_MBIT" | bc -l)" -eq 1
+check "share: a job alone gets >= 85 % of ${RATE_MBIT} Mbit/s in goodput ($a)" \
+	test "$(echo "$a >= 0.85 * $RATE_MBIT" | bc -l)" -eq 1
 check "detach" mercuryd_s detach va
 finish

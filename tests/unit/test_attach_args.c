@@ -74,7 +74,14 @@ static void test_attach_defaults(void **state)
 	assert_int_equal(a.bands, 0);
 	assert_int_equal(a.default_band, -1);
 	assert_int_equal(a.hook, MERCURY_HOOK_NONE);
+	assert_int_equal(a.job_policy, -1); /* the backend's default */
 	assert_false(a.force);
+	v = ARGV("attach", "veth0", "--job-policy", "priority");
+	assert_int_equal(parse_attach(v, 4, &a, err), 0);
+	assert_int_equal(a.job_policy, MERCURY_POLICY_PRIORITY);
+	v = ARGV("attach", "veth0", "--job-policy", "share");
+	assert_int_equal(parse_attach(v, 4, &a, err), 0);
+	assert_int_equal(a.job_policy, MERCURY_POLICY_SHARE);
 }
 
 static void expect_attach_error(char **argv, int argc, const char *needle)
@@ -102,6 +109,8 @@ static void test_attach_errors(void **state)
 	expect_attach_error(ARGV("attach", "a", "--hook", "xdp"), 4, "--hook 'xdp'");
 	expect_attach_error(ARGV("attach", "a", "--rate"), 3, "needs a value");
 	expect_attach_error(ARGV("attach", "a", "--nope"), 3, "unknown option '--nope'");
+	expect_attach_error(ARGV("attach", "a", "--job-policy", "fair"), 4,
+			    "--job-policy 'fair': use share or priority");
 }
 
 static void test_attach_dscp(void **state)
