@@ -250,9 +250,13 @@ shaper_attach() {
 		# pin root attach on node 1.. would find node 0's pins and leave e0 unshaped.
 		local dscp=()
 		[ "$CL_PORT_QUEUES" -gt 1 ] || [ "${CL_DSCP:-0}" = 1 ] && dscp=(--dscp "$(cl_dscp_list)")
+		# CL_JOB_POLICY (share|priority): re-attach with that job policy (--force: the
+		# other policy's attach is replaced; the same one is left as it is).
+		local policy=()
+		[ -n "${CL_JOB_POLICY:-}" ] && policy=(--job-policy "$CL_JOB_POLICY" --force)
 		cl_in "$i" "$MERCURYD" --pin-root "$CL_PIN/n$i" attach e0 --qdisc htb \
 			--bands "$CL_BANDS" --rate "${rate}mbit" --default-band "$CL_DEFAULT_BAND" \
-			"${dscp[@]}" >/dev/null || {
+			"${dscp[@]}" "${policy[@]}" >/dev/null || {
 			echo "cluster: mercuryd attach failed on node $i" >&2
 			return 1
 		}
