@@ -63,12 +63,13 @@ static __always_inline int mercury_finish(struct __sk_buff *skb, struct mercury_
 	const struct mercury_iface_cfg *conf = c->cfg;
 	struct mercury_sock_stats *ss = NULL;
 	__u64 outcome = c->outcome, band = conf->default_band, last, len;
+	__u32 share = 0;
 	struct mercury_stats *st;
 	bool kept = false, released = false, marked = false;
 	__u32 zero = 0, dguard = 0;
 
 	if (outcome == MERCURY_NEEDS_SOCK) {
-		outcome = mercury_decide(c, v, &band);
+		outcome = mercury_decide(c, v, &band, &share);
 		ss = v->sock_stats;
 	}
 	last = conf->nbands - 1; /* nbands >= 1: checked by mercury_begin() */
@@ -111,7 +112,11 @@ static __always_inline int mercury_finish(struct __sk_buff *skb, struct mercury_
 	 * follow a register-to-register clamp: keep the mask they can. */
 	barrier_var(band);
 	band &= MERCURY_MAX_BANDS - 1;
-	skb->priority = conf->skb_priority[band];
+	if (share && share <= MERCURY_SHARE_SLOTS)
+		skb->priority =
+		    conf->skb_priority_share[(share - 1) & (MERCURY_SHARE_SLOTS - 1)][band];
+	else
+		skb->priority = conf->skb_priority[band];
 	/* DSCP export: tagged packets only (their band, kept or not, or the fabric guard's);
 	 * others keep theirs. */
 	if (conf->dscp_on && outcome == MERCURY_OUT_TAGGED) {

@@ -54,10 +54,13 @@ mercury_find_range(const struct mercury_sock_tags *tags, __u64 off)
  * Outcome for a TCP segment with payload, given its socket view; for TAGGED, *band gets the
  * level's band (clamped by the caller, like every band). A job tag's level comes from the
  * job's state now; a tag whose job slot is free or holds another job is JOB_GONE and keeps
- * the default band: demoted, never dropped.
+ * the default band: demoted, never dropped. Under the job policy "share" a job in a share
+ * slot gets its level unshifted and *share = 1 + its slot (the caller then takes the band's
+ * priority from the job's own classes); *share stays 0 otherwise.
  */
 static __always_inline __u32 mercury_decide(const struct mercury_classify_ctx *c,
-					    const struct mercury_sock_view *v, __u64 *band)
+					    const struct mercury_sock_view *v, __u64 *band,
+					    __u32 *share)
 {
 	const struct mercury_range *r;
 	__u32 level;
@@ -75,7 +78,13 @@ static __always_inline __u32 mercury_decide(const struct mercury_classify_ctx *c
 
 		if (!js || !js->active || (__u16)js->gen != r->job_gen)
 			return MERCURY_OUT_JOB_GONE;
-		level = mercury_job_level(js, r->layer, r->iteration, c->cfg->nbands);
+		if (slot < c->cfg->share_slots) {
+			level =
+			    mercury_job_level_in_job(js, r->layer, r->iteration, c->cfg->nbands);
+			*share = slot + 1;
+		} else {
+			level = mercury_job_level(js, r->layer, r->iteration, c->cfg->nbands);
+		}
 	} else {
 		level = r->level;
 	}

@@ -253,9 +253,13 @@ shaper_attach() {
 		local dscp=()
 		[ "$CL_PORT_QUEUES" -gt 1 ] || [ "${CL_DSCP:-0}" = 1 ] && dscp=(--dscp "$(cl_dscp_list)")
 		[ ${#dscp[@]} -gt 0 ] && [ -n "${CL_DSCP_GUARD:-}" ] && dscp+=(--dscp-guard "$CL_DSCP_GUARD")
+		# CL_JOB_POLICY (share|priority): re-attach with that job policy (--force: the
+		# other policy's attach is replaced; the same one is left as it is).
+		local policy=()
+		[ -n "${CL_JOB_POLICY:-}" ] && policy=(--job-policy "$CL_JOB_POLICY" --force)
 		cl_in "$i" "$MERCURYD" --pin-root "$CL_PIN/n$i" attach e0 --qdisc htb \
 			--bands "$CL_BANDS" --rate "${rate}mbit" --default-band "$CL_DEFAULT_BAND" \
-			"${dscp[@]}" ${CL_ATTACH_FORCE:+--force} >/dev/null || {
+			"${dscp[@]}" "${policy[@]}" ${CL_ATTACH_FORCE:+--force} >/dev/null || {
 			echo "cluster: mercuryd attach failed on node $i" >&2
 			return 1
 		}

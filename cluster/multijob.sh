@@ -18,7 +18,13 @@
 #                   fifo, every byte of the first job in band 0, of the second in band 1
 #                   (mercury-ps --job-band)
 #     mercury       Mercury, equal weights (--job 1 --weight 1, --job 2 --weight 1)
-#     mercury-2to1  Mercury, the first job weight 2, the second weight 1 (one band lower)
+#     mercury-2to1  Mercury, the first job weight 2, the second weight 1, job policy share
+#                   (mercuryd attach's default on htb: each job its own htb class, assured
+#                   rate in proportion to its weight, layer priority inside it)
+#     mercury-2to1-prio  the same weights under the priority rule (before: the lighter job
+#                   one band lower; mercuryd attach --job-policy priority on every node)
+# Every setting but mercury-2to1-prio runs under the job policy share; the nodes are
+# re-attached (--force) when the policy changes between cells.
 # Then the bulk case (the first pair): the same modes with a fixed-size bulk transfer
 # (bench/link_bulk.py send --bytes, 4 TCP connections, untagged) from node 0 to node 1,
 # started BULK_DELAY seconds after the jobs, and once alone. Untagged traffic is in the last
@@ -41,7 +47,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 
 PAIRS="resnet50+vgg16 bert_base+inception3" NODES=4 REPEAT=3 ITERS=8 SCALE=25 K=8 MARGIN=1.5
 BULK=1 BULK_MB=200 BULK_BAND=last OUT=${OUT:-$CL_ROOT/build/bench-multijob}
-SETTINGS="fifo partition jobprio mercury mercury-2to1"
+SETTINGS="fifo partition jobprio mercury mercury-2to1 mercury-2to1-prio"
 # ByteScheduler's best (P, C) per model alone, MXNet placement (cluster/RESULTS.md, issue 17)
 TUNED=${TUNED:-"resnet50:125000:2000000 vgg16:500000:8000000 alexnet:125000:2000000 inception3:125000:500000 bert_base:125000:2000000"}
 while [ $# -gt 0 ]; do
@@ -91,16 +97,29 @@ args_of() {
 	partition) a+=" $(tuned_of "$m")" ;;
 	jobprio) a+=" --job-band $j" ;;
 	mercury) a+=" --weight 1" ;;
-	mercury-2to1) a+=" --weight $((j == 0 ? 2 : 1))" ;;
+	mercury-2to1 | mercury-2to1-prio) a+=" --weight $((j == 0 ? 2 : 1))" ;;
 	esac
 	echo "$a"
 }
 mode_of() { case $1 in fifo | jobprio) echo fifo ;; partition) echo partition ;; *) echo mercury ;; esac; }
 
+# job_policy P: every node's e0 under job policy P (share|priority), re-attached if it differs
+POLICY=share
+job_policy() {
+	local i
+	[ "$1" = "$POLICY" ] && return 0
+	for ((i = 0; i < NODES; i++)); do
+		CL_JOB_POLICY=$1 shaper_attach "$i" "$RATE" || return 1
+	done
+	POLICY=$1
+}
+
 # cell PAIR CASE SETTING ITERS_A ITERS_B [bulk spec]: both jobs (or one: ITERS of the other 0)
 cell() {
 	local pair=$1 case=$2 s=$3 na=$4 nb=$5 bulk=${6:-} one j models
 	read -ra models <<<"${pair/+/ }"
+	job_policy "$([ "$s" = mercury-2to1-prio ] && echo priority || echo share)" ||
+		echo "bench-multijob: $pair $case $s: cannot set the job policy" >&2
 	MJ_MODEL=() MJ_MODE=() MJ_ARGS=()
 	for j in 0 1; do
 		local n=$na
@@ -183,6 +202,7 @@ if [ "$BULK" = 1 ]; then
 	pair=${PAIRS%% *}
 	band=0
 	[ "$BULK_BAND" = last ] && band=$((CL_BANDS - 1))
+	POLICY=share
 	CL_DEFAULT_BAND=$band cluster_up "$NODES" "$RATE" mercuryd 2> >(grep -v quantum >&2) || exit 1
 	serve_start || exit 1
 	cluster_rto_scaled "$TS" || exit 1

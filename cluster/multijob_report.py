@@ -15,7 +15,8 @@ last node's, on one clock):
                the overlap, fractions included): an approximation of its share of the
                contended link time
   share/entitled  share / (weight / sum of weights); equal weights in every setting but
-               mercury-2to1 (first job 2, second 1)
+               mercury-2to1 and mercury-2to1-prio (first job 2, second 1; job policy share,
+               and the priority rule before it)
 Per setting: total iterations/s (both jobs, over the overlap), the sum of each job's speed
 against alone (normalised throughput, 2 = no interference), Jain's index over each job's
 speed against alone divided by its entitled share (1 = shares exactly as weighted), the
@@ -29,7 +30,7 @@ import statistics
 import sys
 from collections import defaultdict
 
-SETTINGS = ["fifo", "partition", "jobprio", "mercury", "mercury-2to1"]
+SETTINGS = ["fifo", "partition", "jobprio", "mercury", "mercury-2to1", "mercury-2to1-prio"]
 
 
 def med(xs):
@@ -92,7 +93,7 @@ def main():
              "bulk_mbit": bulk.get("goodput_mbit") if bulk and bulk.get("ok") else None}
         if len(jobs) == 2 and all(j.get("ok") and j.get("iter_ends") for j in jobs):
             _, _, ov = overlap(jobs)
-            weights = [j.get("weight") or 1 for j in jobs] if setting == "mercury-2to1" else [1, 1]
+            weights = [j.get("weight") or 1 for j in jobs] if setting.startswith("mercury-2to1") else [1, 1]
             per_iter = [j["bytes_sent"] / max(1, len(j["iter_ends"]) - 1) for j in jobs]
             sent = [b * o["progress"] for b, o in zip(per_iter, ov)]
             speeds, xs = [], []

@@ -9,7 +9,10 @@
  *   3 bands: current iteration front half of the layers 0, back half 1, newer 2.
  *   N >= 4:  current iteration N - 2 layer groups 0 .. N-3 (mercury_layer_group()); the next
  *            iteration N - 2; iterations further ahead N - 1 (with untagged traffic).
- * A job of weight w yields shift = floor(log2(w_max / w)) levels to the heaviest job.
+ * Policy "priority": a job of weight w yields shift = floor(log2(w_max / w)) levels to the
+ * heaviest job (mercury_job_level()). Policy "share" (htb): each job has its own classes
+ * whose assured rate follows its weight, so the level inside the job is taken unshifted
+ * (mercury_job_level_in_job()).
  * Without an open iteration every tag counts as the current iteration.
  */
 #ifndef MERCURY_JOB_LEVEL_H
@@ -20,8 +23,8 @@
 #include "mercury_inline.h"
 #include "mercury_groups.h"
 
-MERCURY_INLINE __u32 mercury_job_level(const struct mercury_job_state *js, __u32 layer,
-				       __u64 iteration, __u32 nbands)
+MERCURY_INLINE __u32 mercury_job_level_in_job(const struct mercury_job_state *js, __u32 layer,
+					      __u64 iteration, __u32 nbands)
 {
 	__u64 oldest = js->oldest_open;
 	__u32 lv;
@@ -36,7 +39,18 @@ MERCURY_INLINE __u32 mercury_job_level(const struct mercury_job_state *js, __u32
 		lv = nbands - 2;
 	else
 		lv = nbands - 1;
-	lv += js->shift;
+	return lv < nbands ? lv : nbands - 1;
+}
+
+MERCURY_INLINE __u32 mercury_job_level(const struct mercury_job_state *js, __u32 layer,
+				       __u64 iteration, __u32 nbands)
+{
+	__u32 lv = mercury_job_level_in_job(js, layer, iteration, nbands) + js->shift;
+
+	if (nbands > MERCURY_MAX_LEVELS)
+		nbands = MERCURY_MAX_LEVELS;
+	if (nbands < 2)
+		nbands = 2;
 	return lv < nbands ? lv : nbands - 1;
 }
 

@@ -47,7 +47,7 @@ _mercuryd() {
 	case $cmd in
 	attach)
 		if [[ $cur == -* ]]; then
-			COMPREPLY=($(compgen -W "--qdisc --bands --rate --default-band --hook --dscp --dscp-guard --force --from --help" -- "$cur"))
+			COMPREPLY=($(compgen -W "--qdisc --bands --rate --default-band --hook --dscp --dscp-guard --job-policy --force --from --help" -- "$cur"))
 		else
 			COMPREPLY=($(compgen -W "$(_mercuryd_ifaces)" -- "$cur"))
 		fi ;;

@@ -11,12 +11,15 @@
 #include <linux/types.h>
 #endif
 
-#define MERCURY_LAYOUT_VERSION 7
+#define MERCURY_LAYOUT_VERSION 8
 
 /* Priority levels carried by tags: 0 is the most urgent. */
 #define MERCURY_MAX_LEVELS 16
 /* No qdisc backend has more bands than this (mqprio: 16 priorities, at most 16 TCs). */
 #define MERCURY_MAX_BANDS 16
+/* Jobs that get a weighted share of an interface (job policy "share", htb): the jobs in job
+ * slots 0 .. MERCURY_SHARE_SLOTS - 1. */
+#define MERCURY_SHARE_SLOTS 4
 /* Tagged byte ranges kept per socket; power of two so the BPF side can mask indices. */
 #define MERCURY_RANGES_PER_SOCK	   32
 #define MERCURY_RANGE_SEARCH_STEPS 6 /* ceil(log2(MERCURY_RANGES_PER_SOCK)) + 1 */
@@ -153,6 +156,12 @@ struct mercury_iface_cfg {
 	 * dscp_guard_us (0: no bound). Off: each packet carries its own band's DSCP. */
 	__u32 dscp_guard;
 	__u32 dscp_guard_us;
+	/* Job policy "share": a job tag of job slot s < share_slots ignores the job's shift and
+	 * takes skb_priority_share[s][band] (the band's leaf under the job's own htb class,
+	 * whose assured rate follows the job's weight); everything else skb_priority[band].
+	 * 0: policy "priority" (weights buy bands: the shift). */
+	__u32 share_slots;
+	__u32 skb_priority_share[MERCURY_SHARE_SLOTS][MERCURY_MAX_BANDS];
 };
 
 /*
@@ -227,6 +236,12 @@ enum mercury_backend {
 	MERCURY_BACKEND_MAX,
 };
 
+/* What a job's weight buys on an interface (mercuryd attach --job-policy). */
+enum mercury_job_policy {
+	MERCURY_POLICY_PRIORITY = 0, /* bands: a lighter job yields log2(w_max / w) bands */
+	MERCURY_POLICY_SHARE,	     /* link share: htb assured rate proportional to weight */
+};
+
 enum mercury_hook {
 	MERCURY_HOOK_NONE = 0,
 	MERCURY_HOOK_TCX,
@@ -272,6 +287,7 @@ struct mercury_attach_state {
 	__u8 dscp[MERCURY_MAX_BANDS];
 	__u32 dscp_guard; /* cfg.dscp_guard and cfg.dscp_guard_us, kept likewise */
 	__u32 dscp_guard_us;
+	__u32 job_policy; /* enum mercury_job_policy */
 };
 
 #endif /* MERCURY_ABI_H */

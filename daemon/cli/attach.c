@@ -30,7 +30,7 @@ static uint64_t rise_report(const struct mercury_attach_state *st, uint64_t *tsq
 
 	if (st->backend != MERCURY_BACKEND_HTB || !st->rate_bps || rise_read_tsq(tsq))
 		return 0;
-	*r = qdisc_htb_band_rate(st->rate_bps, st->nbands);
+	*r = htb_leaf_rate(st->rate_bps, st->nbands, st->job_policy);
 	b = rise_bound_us(MERCURY_ORDER_GUARD_US, *tsq, *r);
 	if (b > RISE_TARGET_US) {
 		want = rise_tsq_for(MERCURY_ORDER_GUARD_US, RISE_TARGET_US, *r);
@@ -68,6 +68,9 @@ static void print_attached(const struct cli_ctx *ctx, const char *iface,
 		json_object_object_add(o, "default_band",
 				       json_object_new_int((int)st->default_band));
 		json_object_object_add(o, "rate_bps", json_object_new_int64((int64_t)st->rate_bps));
+		json_object_object_add(
+		    o, "job_policy",
+		    json_object_new_string(job_policy_name(st->job_policy) ?: "?"));
 		json_object_object_add(o, "hook",
 				       json_object_new_string(iface_hook_name(st->hook)));
 		json_object_object_add(o, "qdisc_handle",
@@ -94,7 +97,8 @@ static void print_attached(const struct cli_ctx *ctx, const char *iface,
 	       backend_name(st->backend), st->qdisc_handle >> 16, st->nbands, st->default_band);
 	if (st->rate_bps)
 		printf(", rate %.0f Mbit/s", st->rate_bps * 8 / 1e6);
-	printf(", hook %s, pins %s\n", iface_hook_name(st->hook), dir);
+	printf(", job policy %s, hook %s, pins %s\n", job_policy_name(st->job_policy) ?: "?",
+	       iface_hook_name(st->hook), dir);
 	if (st->dscp_on) {
 		char map[256];
 
@@ -120,7 +124,8 @@ static void request_from_args(struct attach_request *r, const struct attach_args
 				     .default_band = a->default_band,
 				     .force = a->force,
 				     .dscp = a->dscp,
-				     .dscp_guard = a->dscp_guard};
+				     .dscp_guard = a->dscp_guard,
+				     .job_policy = a->job_policy};
 }
 
 int do_attach(const struct cli_ctx *ctx, int argc, char **argv)

@@ -18,6 +18,12 @@ static const struct cli_enum backend_names[] = {
     {NULL, 0},
 };
 
+static const struct cli_enum job_policy_names[] = {
+    {"share", MERCURY_POLICY_SHARE},
+    {"priority", MERCURY_POLICY_PRIORITY},
+    {NULL, 0},
+};
+
 static const struct cli_enum hook_names[] = {
     {"auto", MERCURY_HOOK_NONE},
     {"tcx", MERCURY_HOOK_TCX},
@@ -64,6 +70,12 @@ static const struct cli_opt attach_opts[] = {
 	     "it sent before is acknowledged, so that none of its packets overtakes its own "
 	     "earlier ones in a switch's strict-priority queues; BOUND (e.g. 20ms, 500us) lets "
 	     "a rise go ahead after that long", .def = "on, no bound"},
+    {.name = "job-policy", .type = CLI_ENUM, A(job_policy), .names = job_policy_names,
+     .arg = "share|priority",
+     .help = "what a job's weight buys: share (htb only: each job its own classes, assured "
+	     "rate in proportion to its weight, layer priority inside the job) or priority (a "
+	     "lighter job yields log2(w_max/w) bands)",
+     .def = "share with htb up to 8 bands, else priority"},
     {.name = "force", .short_name = 'f', .type = CLI_FLAG, A(force),
      .help = "replace a root qdisc Mercury did not create (detach restores it), or "
 	     "re-attach with other settings"},
@@ -134,6 +146,7 @@ void attach_args_defaults(struct attach_args *a)
 {
 	memset(a, 0, sizeof(*a));
 	a->default_band = -1;
+	a->job_policy = -1;
 }
 
 int attach_args_parse(int argc, char **argv, struct attach_args *a, char *err, size_t errlen)

@@ -48,6 +48,8 @@ static struct json_object *status_json(const char *root, const char *iface, cons
 	json_object_object_add(o, "bands", json_object_new_int((int)st->nbands));
 	json_object_object_add(o, "default_band", json_object_new_int((int)st->default_band));
 	json_object_object_add(o, "rate_bps", json_object_new_int64((int64_t)st->rate_bps));
+	json_object_object_add(o, "job_policy",
+			       json_object_new_string(job_policy_name(st->job_policy) ?: "?"));
 	json_object_object_add(o, "hook", json_object_new_string(iface_hook_name(st->hook)));
 	json_object_object_add(o, "qdisc_handle", json_object_new_int64(st->qdisc_handle >> 16));
 	json_object_object_add(o, "mqprio_hw", json_object_new_boolean(st->mqprio_hw));
@@ -96,6 +98,7 @@ static void status_text(const char *root, const char *iface, const char *dir,
 	       st->nbands, st->default_band, iface_hook_name(st->hook));
 	if (st->rate_bps)
 		printf(", rate %.0f Mbit/s", st->rate_bps * 8 / 1e6);
+	printf(", job policy %s", job_policy_name(st->job_policy) ?: "?");
 	printf("\n  pins: %s\n  band  skb_priority      packets          bytes\n", dir);
 	for (unsigned b = 0; b < st->nbands && b < MERCURY_MAX_BANDS; b++)
 		printf("  %4u  0x%08x  %12llu  %14llu\n", b, cfg->skb_priority[b],

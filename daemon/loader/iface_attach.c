@@ -19,6 +19,7 @@
 #include "iface_attach.h"
 #include "iface_pins.h"
 #include "pins.h"
+#include "share_sync.h"
 #include "tc/qdisc.h"
 #include "tc/tc_hook.h"
 #include "classifier.skel.h"
@@ -52,6 +53,7 @@ static bool attach_matches(const struct mercury_attach_state *st, const struct a
 	       (a->bands == 0 || a->bands == st->nbands) &&
 	       (a->default_band < 0 || (__u32)a->default_band == st->default_band) &&
 	       (a->rate_bps == 0 || a->rate_bps == st->rate_bps) &&
+	       (a->job_policy < 0 || (__u32)a->job_policy == st->job_policy) &&
 	       (a->hook == MERCURY_HOOK_NONE || a->hook == st->hook);
 }
 
@@ -145,6 +147,13 @@ static int plan_previous(const char *root, struct attach_plan *p, char *err, siz
 	return ATTACH_APPLIED;
 }
 
+enum mercury_job_policy iface_default_job_policy(enum mercury_backend b, unsigned nbands)
+{
+	return b == MERCURY_BACKEND_HTB && nbands <= MERCURY_HTB_SHARE_MAX_BANDS
+		   ? MERCURY_POLICY_SHARE
+		   : MERCURY_POLICY_PRIORITY;
+}
+
 /* Backend, rate and bands: what the new root qdisc and the classifier will be. 0 or -1
  * (err). */
 static int plan_backend(struct attach_plan *p, char *err, size_t errlen)
@@ -186,6 +195,13 @@ static int plan_backend(struct attach_plan *p, char *err, size_t errlen)
 	}
 	st->nbands = p->cfg.nbands; /* the backend may have fewer bands than asked (tbf: 3) */
 	st->default_band = p->cfg.default_band;
+	st->job_policy = a->job_policy >= 0 ? (__u32)a->job_policy
+					    : iface_default_job_policy(st->backend, st->nbands);
+	if (band_plan_job_policy(st->backend, st->job_policy, st->qdisc_handle, &p->cfg, why,
+				 sizeof(why))) {
+		snprintf(err, errlen, "attach %s: %s", a->iface, why);
+		return -1;
+	}
 	if (dscp_opt_fill(&a->dscp, st->nbands, st->dscp, why, sizeof(why))) {
 		snprintf(err, errlen, "attach %s: %s", a->iface, why);
 		return -1;
@@ -334,9 +350,16 @@ static int attach_apply(const char *root, struct attach_plan *p, unsigned *done,
 
 	if (clear_previous(root, p, err, errlen))
 		return -1;
-	struct qdisc_spec spec = {p->a.ifindex,	    st->backend,  st->nbands,
-				  st->default_band, st->rate_bps, st->qdisc_handle};
+	struct qdisc_spec spec = {.ifindex = p->a.ifindex,
+				  .backend = st->backend,
+				  .nbands = st->nbands,
+				  .default_band = st->default_band,
+				  .rate_bps = st->rate_bps,
+				  .handle = st->qdisc_handle,
+				  .job_policy = st->job_policy};
 	bool mqprio_hw = false;
+	if (st->job_policy == MERCURY_POLICY_SHARE)
+		share_weights_read(root, spec.share_weight);
 	if (qdisc_install(&spec, &mqprio_hw, p->warn, sizeof(p->warn), why, sizeof(why))) {
 		snprintf(err, errlen, "attach %s: %s", iface, why);
 		goto out;

@@ -28,6 +28,7 @@ struct attach_request {
 	bool force; /* replace a foreign root qdisc, or an attach with other settings */
 	struct dscp_opt dscp;
 	struct dscp_guard_opt dscp_guard;
+	int job_policy; /* enum mercury_job_policy; -1: the default (iface_default_job_policy) */
 };
 
 /* Everything attach decides before it changes anything on the interface. */
@@ -49,6 +50,10 @@ enum attach_outcome {
 	ATTACH_APPLIED = 0, /* p->st is the new attach record */
 	ATTACH_ALREADY = 1, /* attached as asked already: p->old is the record */
 };
+
+/* The job policy an attach gets without --job-policy: share for htb with at most
+ * MERCURY_HTB_SHARE_MAX_BANDS bands, priority otherwise. */
+enum mercury_job_policy iface_default_job_policy(enum mercury_backend b, unsigned nbands);
 
 /* Plans and applies p->a under the pin lock of root, and undoes the steps taken when one
  * fails; undo_err then says what undoing could not do (empty when it did everything).

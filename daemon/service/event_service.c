@@ -57,6 +57,16 @@ static void publish(struct event_state *ev, int i)
 		log_error("cannot publish job %u of uid %u: %s", key.job, key.uid, strerror(errno));
 }
 
+void event_share_weights(const struct event_state *ev, uint32_t weight[MERCURY_SHARE_SLOTS])
+{
+	for (uint32_t i = 0; i < MERCURY_SHARE_SLOTS; i++) {
+		struct mercury_job_state js;
+
+		policy_job_state(&ev->policy, i, &js);
+		weight[i] = (ev->slots[i].refs || ev->slots[i].orphan) ? js.weight : 0;
+	}
+}
+
 void event_publish_all(struct event_state *ev)
 {
 	for (int i = 0; i < POLICY_MAX_JOBS; i++)

@@ -53,6 +53,10 @@ void event_client_gone(struct event_state *ev, uint64_t jobs_mask);
  * keep their slots. Returns how many. */
 int event_adopt_jobs(struct event_state *ev);
 
+/* The weights of the jobs in the share slots (0 .. MERCURY_SHARE_SLOTS - 1; 0: no job), what
+ * the htb classes of interfaces under the job policy share follow. */
+void event_share_weights(const struct event_state *ev, uint32_t weight[MERCURY_SHARE_SLOTS]);
+
 /* Writes every slot's state to the jobs maps (after they were switched or re-created). */
 void event_publish_all(struct event_state *ev);
 

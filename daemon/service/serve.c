@@ -31,6 +31,7 @@
 #include "map_sync.h"
 #include "metrics.h"
 #include "loader/pins.h"
+#include "loader/share_sync.h"
 #include "serve.h"
 
 #define SERVE_MAX_CLIENTS 256
@@ -54,8 +55,10 @@ struct service {
 	struct pinned_map maps[GM_COUNT]; /* the shared maps, by enum global_map */
 	char maps_note[256];		  /* last problem logged, to log each once */
 	struct service_metrics metrics;
-	const char *metrics_dir; /* --metrics-textfile */
-	int metrics_fd;		 /* timerfd of the periodic write; -1 without */
+	uint32_t share_weight[MERCURY_SHARE_SLOTS]; /* what the share classes were set for */
+	bool share_synced;			    /* ... at least once */
+	const char *metrics_dir;		    /* --metrics-textfile */
+	int metrics_fd;				    /* timerfd of the periodic write; -1 without */
 };
 
 /* Before each frame that touches a map (a socket's tags or stats, a job's state): the maps
@@ -125,9 +128,36 @@ static bool peer_allowed(const struct service *s, int fd, const struct ucred *cr
 	return ok;
 }
 
+/* Job policy share: when a job in a share slot came, went or changed weight, every such
+ * interface's per-job classes get the new assured rates. */
+static void sync_shares(struct service *s)
+{
+	uint32_t w[MERCURY_SHARE_SLOTS];
+	struct timespec t0, t1;
+	char err[384];
+	double ms;
+	int r;
+
+	event_share_weights(&s->ev, w);
+	if (s->share_synced && memcmp(w, s->share_weight, sizeof(w)) == 0)
+		return;
+	memcpy(s->share_weight, w, sizeof(w));
+	s->share_synced = true;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	r = share_sync_all(s->pin_root, w, err, sizeof(err));
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+	if (r < 0)
+		log_error("job policy share: cannot set the job classes' rates: %s", err);
+	else if (r > 0)
+		log_info("job policy share: weights %u %u %u %u on %d interface(s) in %.1f ms",
+			 w[0], w[1], w[2], w[3], r, ms);
+}
+
 static void drop_client(struct service *s, struct client *c)
 {
 	event_client_gone(&s->ev, c->jobs_mask);
+	sync_shares(s);
 	epoll_ctl(s->epoll_fd, EPOLL_CTL_DEL, c->fd, NULL);
 	close(c->fd);
 	c->fd = -1;
@@ -203,6 +233,7 @@ static void client_readable(struct service *s, struct client *c)
 		sync_maps(s);
 	event_handle(&s->ev, c->id, &c->cred, &c->jobs_mask, frame, (size_t)n,
 		     (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) != 0, fds, nfds, &reply);
+	sync_shares(s);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	service_metrics_observe(&s->metrics, reply.status,
 				(double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9);
@@ -443,6 +474,7 @@ int serve_run(const struct serve_config *cfg, char *err, size_t errlen)
 		stop(&s, cfg->socket_path);
 		return -1;
 	}
+	sync_shares(&s);
 	log_info("serving events on %s (job state in %s/jobs; each interface's classifier lays "
 		 "levels out for its own bands)",
 		 cfg->socket_path, cfg->pin_root);

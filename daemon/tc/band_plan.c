@@ -228,3 +228,125 @@ int dscp_guard_parse(const char *s, struct dscp_guard_opt *g, char *err, size_t 
 	g->bound_us = (uint32_t)v;
 	return 0;
 }
+
+const char *job_policy_name(enum mercury_job_policy p)
+{
+	switch (p) {
+	case MERCURY_POLICY_PRIORITY:
+		return "priority";
+	case MERCURY_POLICY_SHARE:
+		return "share";
+	default:
+		return NULL;
+	}
+}
+
+int job_policy_from_name(const char *s, enum mercury_job_policy *out)
+{
+	if (s && strcmp(s, "priority") == 0)
+		*out = MERCURY_POLICY_PRIORITY;
+	else if (s && strcmp(s, "share") == 0)
+		*out = MERCURY_POLICY_SHARE;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+uint32_t htb_share_class_minor(unsigned slot)
+{
+	return MERCURY_HTB_SHARE_MINOR0 + slot;
+}
+
+uint32_t htb_share_leaf_minor(unsigned slot, unsigned prio)
+{
+	return MERCURY_HTB_SHARE_LEAF_STRIDE * (slot + 1) + MERCURY_HTB_LEAF_MINOR0 + prio;
+}
+
+int band_plan_job_policy(enum mercury_backend b, enum mercury_job_policy policy,
+			 uint32_t qdisc_handle, struct mercury_iface_cfg *cfg, char *err,
+			 size_t errlen)
+{
+	uint32_t major = qdisc_handle ? qdisc_handle : MERCURY_QDISC_HANDLE;
+
+	cfg->share_slots = 0;
+	memset(cfg->skb_priority_share, 0, sizeof(cfg->skb_priority_share));
+	if (policy == MERCURY_POLICY_PRIORITY)
+		return 0;
+	if (policy != MERCURY_POLICY_SHARE) {
+		snprintf(err, errlen, "unknown job policy %d", (int)policy);
+		return -EINVAL;
+	}
+	if (b != MERCURY_BACKEND_HTB) {
+		snprintf(err, errlen,
+			 "--job-policy share needs --qdisc htb (per-job classes with assured "
+			 "rates); %s applies the priority rule",
+			 backend_name(b) ? backend_name(b) : "this backend");
+		return -EINVAL;
+	}
+	if (cfg->nbands > MERCURY_HTB_SHARE_MAX_BANDS) {
+		snprintf(err, errlen, "--job-policy share takes at most %u bands, not %u",
+			 MERCURY_HTB_SHARE_MAX_BANDS, cfg->nbands);
+		return -EINVAL;
+	}
+	cfg->share_slots = MERCURY_SHARE_SLOTS;
+	for (unsigned s = 0; s < MERCURY_SHARE_SLOTS; s++)
+		for (unsigned band = 0; band < cfg->nbands; band++)
+			cfg->skb_priority_share[s][band] = major | htb_share_leaf_minor(s, band);
+	return 0;
+}
+
+/*
+ * A band's guaranteed rate r. Priority rule: 1 % of R, at least 1 Mbit/s (a queue of 128 KiB
+ * drains in about 1 s at 1 Mbit/s, in 0.1 s at 10 Mbit/s: what bounds a level rise,
+ * rise_bound.h), all bands together below half of R; a backlogged band takes r from the more
+ * urgent ones. Share: at most R/64 for all of a slot's bands together, so that the jobs'
+ * assured rates keep the link less 1/64 between them.
+ */
+uint64_t htb_leaf_rate(uint64_t rate, unsigned nbands, enum mercury_job_policy policy)
+{
+	uint64_t n = nbands ? nbands : 1, r = rate / MERCURY_HTB_LEAF_RATE_DIV,
+		 cap = rate / (2 * n);
+
+	if (r < MERCURY_HTB_LEAF_RATE_MIN)
+		r = MERCURY_HTB_LEAF_RATE_MIN;
+	if (policy == MERCURY_POLICY_SHARE && cap > rate / (64 * n))
+		cap = rate / (64 * n);
+	return r < cap ? r : cap;
+}
+
+void htb_share_rates(uint64_t rate, unsigned nbands, const uint32_t weight[MERCURY_SHARE_SLOTS],
+		     uint64_t out[MERCURY_SHARE_SLOTS])
+{
+	uint64_t reserved = htb_leaf_rate(rate, nbands, MERCURY_POLICY_SHARE) * nbands, budget,
+		 wsum = 0, idle = 0;
+
+	for (unsigned s = 0; s < MERCURY_SHARE_SLOTS; s++) {
+		wsum += weight[s];
+		idle += !weight[s];
+	}
+	budget = rate > reserved ? rate - reserved : rate / 2;
+	if (wsum)
+		budget =
+		    budget > idle * MERCURY_HTB_MIN_RATE ? budget - idle * MERCURY_HTB_MIN_RATE : 0;
+	for (unsigned s = 0; s < MERCURY_SHARE_SLOTS; s++) {
+		uint64_t r = !wsum	 ? budget / MERCURY_SHARE_SLOTS
+			     : weight[s] ? (uint64_t)((unsigned __int128)budget * weight[s] / wsum)
+					 : 0;
+
+		out[s] = r < MERCURY_HTB_MIN_RATE ? MERCURY_HTB_MIN_RATE : r;
+	}
+}
+
+void htb_share_quanta(const uint32_t weight[MERCURY_SHARE_SLOTS], uint32_t full,
+		      uint32_t out[MERCURY_SHARE_SLOTS])
+{
+	uint32_t wmax = 0;
+
+	for (unsigned s = 0; s < MERCURY_SHARE_SLOTS; s++)
+		wmax = weight[s] > wmax ? weight[s] : wmax;
+	for (unsigned s = 0; s < MERCURY_SHARE_SLOTS; s++) {
+		uint64_t q = weight[s] ? (uint64_t)full * weight[s] / wmax : full;
+
+		out[s] = q < full / 20 ? full / 20 : (uint32_t)q;
+	}
+}

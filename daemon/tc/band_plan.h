@@ -38,8 +38,16 @@
 #define MERCURY_HTB_LEAF_MINOR0	 0x10u /* leaf of band b is minor 0x10 + b */
 #define MERCURY_HTB_PRIOS	 8u    /* TC_HTB_NUMPRIO */
 #define MERCURY_HTB_MAX_BANDS	 15u   /* 7 root leaves + a nested htb of 8 */
-#define MERCURY_TBF_BANDS	 3u
-#define MERCURY_MQPRIO_MAX_BANDS 15u
+/* Job policy "share" (htb, up to 8 bands): under M:1, one class a share slot s,
+ * M:(0x2 + s) with rate = the slot's assured rate (htb_share_rates()), ceil R, and under it
+ * the slot's own band leaves M:(0x100 (s + 1) + 0x10 + prio), prio = band, each with a
+ * pfifo. skb_priority_share[s][b] names them. The root's own leaves M:(0x10 + b) stay for
+ * everything else (untagged, fixed-level tags, jobs in slots >= MERCURY_SHARE_SLOTS). */
+#define MERCURY_HTB_SHARE_MINOR0      0x2u
+#define MERCURY_HTB_SHARE_LEAF_STRIDE 0x100u
+#define MERCURY_HTB_SHARE_MAX_BANDS   MERCURY_HTB_PRIOS
+#define MERCURY_TBF_BANDS	      3u
+#define MERCURY_MQPRIO_MAX_BANDS      15u
 
 /* "mqprio", "prio", "ets", "htb", "tbf"; "auto" for MERCURY_BACKEND_NONE; NULL if out of range. */
 const char *backend_name(enum mercury_backend b);
@@ -79,6 +87,51 @@ unsigned band_plan_fit_bands(enum mercury_backend b, unsigned nbands, unsigned n
  */
 int band_plan(enum mercury_backend b, unsigned nbands, unsigned default_band, uint32_t qdisc_handle,
 	      struct mercury_iface_cfg *cfg, char *err, size_t errlen);
+
+/* "priority" or "share"; NULL if out of range. */
+const char *job_policy_name(enum mercury_job_policy p);
+/* Parses a --job-policy value. 0, or -EINVAL if unknown. */
+int job_policy_from_name(const char *s, enum mercury_job_policy *out);
+
+/*
+ * Adds the job policy to a cfg band_plan() filled: for share, cfg->share_slots and
+ * skb_priority_share (htb only, at most MERCURY_HTB_SHARE_MAX_BANDS bands); nothing for
+ * priority. 0, or -EINVAL with err saying why the backend cannot share.
+ */
+int band_plan_job_policy(enum mercury_backend b, enum mercury_job_policy policy,
+			 uint32_t qdisc_handle, struct mercury_iface_cfg *cfg, char *err,
+			 size_t errlen);
+
+/* The handle's minor of share slot s's class, and of its leaf of htb prio p. */
+uint32_t htb_share_class_minor(unsigned slot);
+uint32_t htb_share_leaf_minor(unsigned slot, unsigned prio);
+
+#define MERCURY_HTB_MIN_RATE	  1250u	  /* bytes/s (10 kbit/s): below this r would round to 0 */
+#define MERCURY_HTB_LEAF_RATE_MIN 125000u /* bytes/s (1 Mbit/s): a band's guarantee, at least */
+#define MERCURY_HTB_LEAF_RATE_DIV 100u	  /* and 1 % of R where that is more (htb_leaf_rate) */
+
+/* Guaranteed rate of each band leaf (bytes/s): 1 % of the rate, at least 1 Mbit/s, at most
+ * rate / (2 nbands), so that the guarantees of all bands together stay below half of the
+ * rate (a level rise drains at it: rise_bound.h). Under the job policy
+ * share at most rate / (64 nbands) (every leaf, the root's and the jobs'): the root's leaves'
+ * guarantees are set aside from the jobs' assured rates, and what they leave unused is lent
+ * by prio, not by weight, so it is kept under 1/64 of the link. */
+uint64_t htb_leaf_rate(uint64_t rate, unsigned nbands, enum mercury_job_policy policy);
+
+/*
+ * Assured rates of the share slots' classes (bytes/s) on a link of `rate` with nbands bands,
+ * from the weights of the jobs in the slots (0: no job): what the root's own leaves are
+ * guaranteed is set aside, the rest split in proportion to the weights; a slot without a job
+ * gets the 10 kbit/s minimum; without any job, equal parts. The sum never exceeds rate.
+ */
+void htb_share_rates(uint64_t rate, unsigned nbands, const uint32_t weight[MERCURY_SHARE_SLOTS],
+		     uint64_t out[MERCURY_SHARE_SLOTS]);
+
+/* HTB quanta of the share slots' leaves: `full` for the heaviest job, in proportion for the
+ * others (at least full / 20, so that a round still sends a full-size packet), `full` for a
+ * slot without a job. */
+void htb_share_quanta(const uint32_t weight[MERCURY_SHARE_SLOTS], uint32_t full,
+		      uint32_t out[MERCURY_SHARE_SLOTS]);
 
 /* The DSCP export asked for (mercuryd attach --dscp): off, the default map, or a list. */
 struct dscp_opt {

@@ -64,6 +64,14 @@ int qdisc_remove(int ifindex, uint32_t handle, char *err, size_t errlen);
 int qdisc_pick_auto(int ifindex, uint64_t rate_bps, enum mercury_backend *out, char *why,
 		    size_t whylen);
 
+/*
+ * Job policy share on an htb root of `handle` (0 = MERCURY_QDISC_HANDLE) that attach made
+ * with rate R and nbands bands: sets the share slots' assured rates for these weights
+ * (htb_share_rates()), changing the classes in place (queued packets stay).
+ */
+int qdisc_htb_share_update(int ifindex, uint32_t handle, uint64_t rate, unsigned nbands,
+			   const uint32_t weight[MERCURY_SHARE_SLOTS], char *err, size_t errlen);
+
 /* Link speed from /sys/class/net/<dev>/speed in bytes/s; -ENODATA when unknown. */
 int qdisc_link_rate(int ifindex, uint64_t *rate_bps);
 

@@ -234,12 +234,17 @@ int qdisc_add(struct qdisc_ctx *c, struct rtnl_qdisc *q, int flags, const char *
 
 int qdisc_add_class(struct qdisc_ctx *c, struct rtnl_class *cl, const char *what)
 {
+	return qdisc_set_class(c, cl, NLM_F_CREATE | NLM_F_EXCL, what);
+}
+
+int qdisc_set_class(struct qdisc_ctx *c, struct rtnl_class *cl, int flags, const char *what)
+{
 	struct nl_msg *msg = NULL;
 	char kerr[KERR_LEN];
 	int rc;
 
 	rtnl_tc_set_ifindex(TC_CAST(cl), c->ifindex);
-	rc = rtnl_class_build_add_request(cl, NLM_F_CREATE | NLM_F_EXCL, &msg);
+	rc = rtnl_class_build_add_request(cl, flags, &msg);
 	if (rc < 0) {
 		snprintf(c->err, c->errlen, "%s on %s: cannot build the request: %s", what,
 			 c->ifname, nl_geterror(rc));

@@ -26,6 +26,8 @@ struct qdisc_spec {
 	unsigned default_band;
 	uint64_t rate_bps; /* bytes/s; required by htb and tbf, ignored by the others */
 	uint32_t handle;   /* root major << 16; 0 = MERCURY_QDISC_HANDLE */
+	enum mercury_job_policy job_policy;	    /* share: htb's per-job classes (band_plan.h) */
+	uint32_t share_weight[MERCURY_SHARE_SLOTS]; /* their jobs' weights now (0: none) */
 };
 
 struct nl_sock;
@@ -71,5 +73,7 @@ struct rtnl_class;
 int qdisc_add(struct qdisc_ctx *c, struct rtnl_qdisc *q, int flags, const char *what,
 	      int (*extra)(struct nl_msg *msg, void *arg), void *arg);
 int qdisc_add_class(struct qdisc_ctx *c, struct rtnl_class *cl, const char *what);
+/* The same with other flags: 0 changes an existing class (its handle) in place. */
+int qdisc_set_class(struct qdisc_ctx *c, struct rtnl_class *cl, int flags, const char *what);
 
 #endif

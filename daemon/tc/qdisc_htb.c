@@ -13,12 +13,19 @@
  * bounds a level rise: the bytes a socket already has queued in a lower band (TCP small
  * queues: tcp_limit_output_bytes plus one GSO packet) drain at r before its later ones,
  * now in a more urgent band, can be delivered in order (rise_bound.h).
+ * Job policy share (band_plan.h) adds one class per share slot under M:1, rate = the slot's
+ * assured part of R (in proportion to its job's weight), ceil R, holding the slot's own band
+ * leaves. HTB serves every class within its own assured rate (and its leaves within theirs)
+ * before any class borrows beyond it, and lends what is left by prio: so backlogged jobs
+ * converge to their weights' ratio, band order holds inside each job, a job alone borrows up
+ * to R, and the root's leaves (untagged, fixed-level tags) keep their guarantee r.
  * Each leaf gets an explicit pfifo (limit txqueuelen, 1000 if the device has 0) instead of
  * HTB's default one, whose limit would be the device's txqueuelen even when that is 0
  * (dropping everything).
  */
 #include "qdisc.h"
 #include "qdisc_backend.h"
+#include "qdisc.h"
 #include "band_plan.h"
 
 #include <errno.h>
@@ -31,11 +38,8 @@
 #include <netlink/route/qdisc/fifo.h>
 #include <netlink/route/qdisc/htb.h>
 
-#define HTB_MIN_RATE	  1250u	  /* bytes/s (10 kbit/s): below this r would round to 0 */
-#define HTB_LEAF_RATE_MIN 125000u /* bytes/s (1 Mbit/s): a band's guarantee, at least */
-#define HTB_LEAF_RATE_DIV 100u	  /* and 1 % of R where that is more (qdisc_htb_band_rate) */
-#define HTB_QUANTUM	  60000u  /* explicit, so the kernel does not warn about r2q */
-#define LEAF_PFIFO_LIMIT  1000
+#define HTB_QUANTUM	 60000u /* explicit, so the kernel does not warn about r2q */
+#define LEAF_PFIFO_LIMIT 1000
 
 /*
  * Burst of a rate: what it sends in 1 ms (tc's default, HZ=1000), at least 64 KiB. libnl
@@ -66,31 +70,48 @@ static int set_rates(struct rtnl_class *cl, uint64_t rate, uint64_t ceil)
 	return rc;
 }
 
-static int add_htb_class(struct qdisc_ctx *c, uint32_t parent, uint32_t handle, uint64_t rate,
-			 uint64_t ceil, int prio, const char *what)
+/* An htb class as set_htb_class() sends it; prio < 0: none (inner classes). */
+struct htb_cls {
+	uint32_t parent, handle;
+	uint64_t rate, ceil;
+	int prio;
+	uint32_t quantum;
+};
+
+/* flags: NLM_F_CREATE | NLM_F_EXCL adds the class, 0 changes an existing one (every
+ * parameter: a change without prio would reset it). */
+static int set_htb_class(struct qdisc_ctx *c, const struct htb_cls *k, int flags, const char *what)
 {
 	struct rtnl_class *cl = rtnl_class_alloc();
 	int rc;
 
 	if (!cl)
 		return -ENOMEM;
-	rtnl_tc_set_parent(TC_CAST(cl), parent);
-	rtnl_tc_set_handle(TC_CAST(cl), handle);
+	rtnl_tc_set_parent(TC_CAST(cl), k->parent);
+	rtnl_tc_set_handle(TC_CAST(cl), k->handle);
 	rc = rtnl_tc_set_kind(TC_CAST(cl), "htb");
 	if (rc == 0)
-		rc = set_rates(cl, rate, ceil);
+		rc = set_rates(cl, k->rate, k->ceil);
 	if (rc == 0)
-		rc = rtnl_htb_set_quantum(cl, HTB_QUANTUM);
-	if (rc == 0 && prio >= 0)
-		rc = rtnl_htb_set_prio(cl, (uint32_t)prio);
+		rc = rtnl_htb_set_quantum(cl, k->quantum);
+	if (rc == 0 && k->prio >= 0)
+		rc = rtnl_htb_set_prio(cl, (uint32_t)k->prio);
 	if (rc < 0) {
 		snprintf(c->err, c->errlen, "%s: libnl: %s", what, nl_geterror(rc));
 		rtnl_class_put(cl);
 		return -EINVAL;
 	}
-	rc = qdisc_add_class(c, cl, what);
+	rc = qdisc_set_class(c, cl, flags, what);
 	rtnl_class_put(cl);
 	return rc;
+}
+
+static int add_htb_class(struct qdisc_ctx *c, uint32_t parent, uint32_t handle, uint64_t rate,
+			 uint64_t ceil, int prio, const char *what)
+{
+	struct htb_cls k = {parent, handle, rate, ceil, prio, HTB_QUANTUM};
+
+	return set_htb_class(c, &k, NLM_F_CREATE | NLM_F_EXCL, what);
 }
 
 static int add_leaf_fifo(struct qdisc_ctx *c, uint32_t parent, const char *what)
@@ -167,17 +188,73 @@ static int add_htb_level(struct qdisc_ctx *c, uint32_t major, uint64_t rate, uin
 }
 
 /*
- * The rate guaranteed to each band: 1 % of R, at least 1 Mbit/s (a queue of 128 KiB drains in
- * about 1 s at 1 Mbit/s, in 0.1 s at 10 Mbit/s), and all bands together below half of R.
- * A band that is backlogged takes r from the more urgent ones: 1 % of R per busy band.
+ * The rate guaranteed to each band under the priority rule (htb_leaf_rate, band_plan.c):
+ * what bounds a level rise (rise_bound.h).
  */
 uint64_t qdisc_htb_band_rate(uint64_t rate, unsigned nbands)
 {
-	uint64_t r = rate / HTB_LEAF_RATE_DIV, cap = rate / (2 * (nbands ? nbands : 1));
+	return htb_leaf_rate(rate, nbands, MERCURY_POLICY_PRIORITY);
+}
 
-	if (r < HTB_LEAF_RATE_MIN)
-		r = HTB_LEAF_RATE_MIN;
-	return r < cap ? r : cap;
+/*
+ * Job policy share: each slot's class M:(2 + s) under M:1 at its assured rate, ceil R, and
+ * its band leaves M:(0x100 (s + 1) + 0x10 + p) with a quantum in proportion to the job's
+ * weight, so that what HTB lends beyond the assured rates to leaves of one prio is also
+ * split by weight (band_plan.h). create: add them (and the leaves' pfifos), else change
+ * their rates and quanta in place.
+ */
+static int share_classes(struct qdisc_ctx *c, uint32_t major, uint64_t rate, unsigned nbands,
+			 const uint32_t weight[MERCURY_SHARE_SLOTS], bool create)
+{
+	uint64_t assured[MERCURY_SHARE_SLOTS],
+	    leaf_rate = htb_leaf_rate(rate, nbands, MERCURY_POLICY_SHARE);
+	uint32_t quantum[MERCURY_SHARE_SLOTS];
+	int rc = 0, flags = create ? NLM_F_CREATE | NLM_F_EXCL : 0;
+	char what[80];
+
+	htb_share_rates(rate, nbands, weight, assured);
+	htb_share_quanta(weight, HTB_QUANTUM, quantum);
+	for (unsigned slot = 0; rc == 0 && slot < MERCURY_SHARE_SLOTS; slot++) {
+		struct htb_cls k = {major | MERCURY_HTB_PARENT_MINOR,
+				    major | htb_share_class_minor(slot),
+				    assured[slot],
+				    rate,
+				    -1,
+				    HTB_QUANTUM};
+
+		snprintf(what, sizeof(what), "%s htb job class %x:%x",
+			 create ? "creating" : "changing", major >> 16, k.handle & 0xffffu);
+		rc = set_htb_class(c, &k, flags, what);
+		for (unsigned p = 0; rc == 0 && p < nbands; p++) {
+			struct htb_cls leaf = {k.handle,  major | htb_share_leaf_minor(slot, p),
+					       leaf_rate, rate,
+					       (int)p,	  quantum[slot]};
+
+			snprintf(what, sizeof(what), "%s htb leaf class %x:%x",
+				 create ? "creating" : "changing", major >> 16,
+				 leaf.handle & 0xffffu);
+			rc = set_htb_class(c, &leaf, flags, what);
+			if (rc == 0 && create) {
+				snprintf(what, sizeof(what), "creating pfifo under %x:%x",
+					 major >> 16, leaf.handle & 0xffffu);
+				rc = add_leaf_fifo(c, leaf.handle, what);
+			}
+		}
+	}
+	return rc;
+}
+
+int qdisc_htb_share_update(int ifindex, uint32_t handle, uint64_t rate, unsigned nbands,
+			   const uint32_t weight[MERCURY_SHARE_SLOTS], char *err, size_t errlen)
+{
+	struct qdisc_ctx c;
+	int rc;
+
+	if ((rc = qdisc_ctx_open(&c, ifindex, err, errlen)))
+		return rc;
+	rc = share_classes(&c, handle ? handle : MERCURY_QDISC_HANDLE, rate, nbands, weight, false);
+	qdisc_ctx_close(&c);
+	return rc;
 }
 
 int qdisc_htb_create(struct qdisc_ctx *c, const struct qdisc_spec *s)
@@ -194,17 +271,28 @@ int qdisc_htb_create(struct qdisc_ctx *c, const struct qdisc_spec *s)
 			 c->ifname);
 		return -EINVAL;
 	}
-	if (rate < HTB_MIN_RATE) {
+	if (rate < MERCURY_HTB_MIN_RATE) {
 		snprintf(c->err, c->errlen, "htb rate %llu B/s is too low: give at least %u B/s",
-			 (unsigned long long)rate, HTB_MIN_RATE);
+			 (unsigned long long)rate, MERCURY_HTB_MIN_RATE);
 		return -EINVAL;
 	}
-	leaf_rate = qdisc_htb_band_rate(rate, s->nbands);
+ * The rate guaranteed to each band under the priority rule (htb_leaf_rate, band_plan.c):
+ * what bounds a level rise (rise_bound.h).
+ */
+uint64_t qdisc_htb_band_rate(uint64_t rate, unsigned nbands)
+{
+	return htb_leaf_rate(rate, nbands, MERCURY_POLICY_PRIORITY);
+}
+
+/*
+	leaf_rate = htb_leaf_rate(rate, s->nbands, s->job_policy);
 
 	rc = add_htb_qdisc(c, TC_H_ROOT, major, MERCURY_HTB_LEAF_MINOR0 + lo.root_default,
 			   "creating root qdisc htb");
 	if (rc == 0)
 		rc = add_htb_level(c, major, rate, rate, leaf_rate, lo.root_leaves, host);
+	if (rc == 0 && s->job_policy == MERCURY_POLICY_SHARE)
+		rc = share_classes(c, major, rate, s->nbands, s->share_weight, true);
 	if (rc == 0 && host >= 0) {
 		uint64_t fast = rate > UINT64_MAX / 2 ? rate : 2 * rate;
 

@@ -88,7 +88,14 @@ static void test_attach_defaults(void **state)
 	assert_int_equal(a.bands, 0);
 	assert_int_equal(a.default_band, -1);
 	assert_int_equal(a.hook, MERCURY_HOOK_NONE);
+	assert_int_equal(a.job_policy, -1); /* the backend's default */
 	assert_false(a.force);
+	v = ARGV("attach", "veth0", "--job-policy", "priority");
+	assert_int_equal(parse_attach(v, 4, &a, err), 0);
+	assert_int_equal(a.job_policy, MERCURY_POLICY_PRIORITY);
+	v = ARGV("attach", "veth0", "--job-policy", "share");
+	assert_int_equal(parse_attach(v, 4, &a, err), 0);
+	assert_int_equal(a.job_policy, MERCURY_POLICY_SHARE);
 }
 
 static void expect_attach_error(char **argv, int argc, const char *needle)
@@ -118,6 +125,7 @@ static void test_attach_errors(void **state)
 	expect_attach_error(ARGV("attach", "a", "--nope"), 3, "unknown option '--nope'");
 	expect_attach_error(ARGV("attach", "--from", "f", "a"), 4, "--from FILE takes no");
 	expect_attach_error(ARGV("attach", "--from", "f", "--force"), 4, "--from FILE takes no");
+	expect_attach_error(ARGV("attach", "a", "--job-policy", "fair"), 4, "--job-policy");
 }
 
 /* --dscp-guard: on (the default bound), off, a bound in ms or us, 0 for none; errors. */

@@ -301,6 +301,67 @@ static void test_level_clamp(void **state)
 		assert_int_equal(cfg.band_of_level[l], l);
 }
 
+/* Job policy share: htb only, up to 8 bands, each slot's leaves named; rates by weight. */
+static void test_share_plan(void **state)
+{
+	struct mercury_iface_cfg cfg;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(band_plan(MERCURY_BACKEND_HTB, 8, 7, 0, &cfg, err, sizeof(err)), 0);
+	assert_int_equal(band_plan_job_policy(MERCURY_BACKEND_HTB, MERCURY_POLICY_SHARE, 0, &cfg,
+					      err, sizeof(err)),
+			 0);
+	assert_int_equal(cfg.share_slots, MERCURY_SHARE_SLOTS);
+	assert_int_equal(cfg.skb_priority_share[0][0], 0x4d450110u);
+	assert_int_equal(cfg.skb_priority_share[3][7], 0x4d450417u);
+	assert_int_equal(cfg.skb_priority[7], 0x4d450017u); /* the root's leaves stay */
+	assert_int_equal(band_plan_job_policy(MERCURY_BACKEND_HTB, MERCURY_POLICY_PRIORITY, 0, &cfg,
+					      err, sizeof(err)),
+			 0);
+	assert_int_equal(cfg.share_slots, 0);
+	assert_int_equal(cfg.skb_priority_share[0][0], 0);
+	assert_int_equal(band_plan(MERCURY_BACKEND_TBF, 3, 2, 0, &cfg, err, sizeof(err)), 0);
+	assert_int_equal(band_plan_job_policy(MERCURY_BACKEND_TBF, MERCURY_POLICY_SHARE, 0, &cfg,
+					      err, sizeof(err)),
+			 -EINVAL);
+	assert_non_null(strstr(err, "needs --qdisc htb"));
+	assert_int_equal(band_plan(MERCURY_BACKEND_HTB, 9, 8, 0, &cfg, err, sizeof(err)), 0);
+	assert_int_equal(band_plan_job_policy(MERCURY_BACKEND_HTB, MERCURY_POLICY_SHARE, 0, &cfg,
+					      err, sizeof(err)),
+			 -EINVAL);
+}
+
+static void test_share_rates(void **state)
+{
+	const uint64_t R = 25000000; /* 200 Mbit/s */
+	uint32_t w21[MERCURY_SHARE_SLOTS] = {2, 1, 0, 0}, none[MERCURY_SHARE_SLOTS] = {0};
+	uint64_t r[MERCURY_SHARE_SLOTS], sum = 0, leaves;
+	uint32_t q[MERCURY_SHARE_SLOTS];
+
+	(void)state;
+	leaves = 8 * htb_leaf_rate(R, 8, MERCURY_POLICY_SHARE);
+	assert_true(leaves <= R / 64);
+	assert_int_equal(htb_leaf_rate(R, 8, MERCURY_POLICY_PRIORITY), 125000);
+	htb_share_rates(R, 8, w21, r);
+	for (int s = 0; s < MERCURY_SHARE_SLOTS; s++)
+		sum += r[s];
+	assert_true(sum + leaves <= R);
+	assert_true(r[0] >= 2 * r[1] - 1 && r[0] <= 2 * r[1] + 1);
+	assert_true(r[0] + r[1] >= R - R / 64 - 2 * 1250);
+	assert_int_equal(r[2], 1250);
+	htb_share_rates(R, 8, none, r);
+	assert_int_equal(r[0], r[3]);
+	htb_share_quanta(w21, 60000, q);
+	assert_int_equal(q[0], 60000);
+	assert_int_equal(q[1], 30000);
+	assert_int_equal(q[2], 60000);
+	w21[1] = 1000; /* a tiny weight beside a huge one: at least a twentieth */
+	w21[0] = 1;
+	htb_share_quanta(w21, 60000, q);
+	assert_int_equal(q[0], 3000);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -309,6 +370,7 @@ int main(void)
 	    cmocka_unit_test(test_prio_ets_tables),  cmocka_unit_test(test_htb_table),
 	    cmocka_unit_test(test_htb_nested_table), cmocka_unit_test(test_tbf_table),
 	    cmocka_unit_test(test_mqprio_table),     cmocka_unit_test(test_level_clamp),
+	    cmocka_unit_test(test_share_plan),	     cmocka_unit_test(test_share_rates),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
