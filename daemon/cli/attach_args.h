@@ -23,7 +23,7 @@ struct attach_args {
 	const char *from;     /* --from FILE: attach what FILE lists instead */
 	struct dscp_opt dscp; /* band_plan.h */
 	struct dscp_guard_opt dscp_guard;
-	int job_policy;	      /* enum mercury_job_policy; -1: not given (the default) */
+	int job_policy; /* enum mercury_job_policy; -1: not given (the default) */
 };
 
 /* "off", "default", or a comma-separated list of DSCP values (0..63 or names: cs0..cs7,

@@ -276,15 +276,6 @@ int qdisc_htb_create(struct qdisc_ctx *c, const struct qdisc_spec *s)
 			 (unsigned long long)rate, MERCURY_HTB_MIN_RATE);
 		return -EINVAL;
 	}
- * The rate guaranteed to each band under the priority rule (htb_leaf_rate, band_plan.c):
- * what bounds a level rise (rise_bound.h).
- */
-uint64_t qdisc_htb_band_rate(uint64_t rate, unsigned nbands)
-{
-	return htb_leaf_rate(rate, nbands, MERCURY_POLICY_PRIORITY);
-}
-
-/*
 	leaf_rate = htb_leaf_rate(rate, s->nbands, s->job_policy);
 
 	rc = add_htb_qdisc(c, TC_H_ROOT, major, MERCURY_HTB_LEAF_MINOR0 + lo.root_default,
