@@ -104,7 +104,7 @@ args_of() {
 mode_of() { case $1 in fifo | jobprio) echo fifo ;; partition) echo partition ;; *) echo mercury ;; esac; }
 
 # job_policy P: every node's e0 under job policy P (share|priority), re-attached if it differs
-POLICY=share
+POLICY=priority # what cluster_up attaches with (mercuryd's default)
 job_policy() {
 	local i
 	[ "$1" = "$POLICY" ] && return 0
@@ -202,7 +202,7 @@ if [ "$BULK" = 1 ]; then
 	pair=${PAIRS%% *}
 	band=0
 	[ "$BULK_BAND" = last ] && band=$((CL_BANDS - 1))
-	POLICY=share
+	POLICY=priority
 	CL_DEFAULT_BAND=$band cluster_up "$NODES" "$RATE" mercuryd 2> >(grep -v quantum >&2) || exit 1
 	serve_start || exit 1
 	cluster_rto_scaled "$TS" || exit 1

@@ -30,7 +30,7 @@ static uint64_t rise_report(const struct mercury_attach_state *st, uint64_t *tsq
 
 	if (st->backend != MERCURY_BACKEND_HTB || !st->rate_bps || rise_read_tsq(tsq))
 		return 0;
-	*r = htb_leaf_rate(st->rate_bps, st->nbands, st->job_policy);
+	*r = qdisc_htb_band_rate(st->rate_bps, st->nbands); /* a job's bands, either policy */
 	b = rise_bound_us(MERCURY_ORDER_GUARD_US, *tsq, *r);
 	if (b > RISE_TARGET_US) {
 		want = rise_tsq_for(MERCURY_ORDER_GUARD_US, RISE_TARGET_US, *r);

@@ -75,7 +75,7 @@ static const struct cli_opt attach_opts[] = {
      .help = "what a job's weight buys: share (htb only: each job its own classes, assured "
 	     "rate in proportion to its weight, layer priority inside the job) or priority (a "
 	     "lighter job yields log2(w_max/w) bands)",
-     .def = "share with htb up to 8 bands, else priority"},
+     .def = "priority; share needs htb and at most 8 bands"},
     {.name = "force", .short_name = 'f', .type = CLI_FLAG, A(force),
      .help = "replace a root qdisc Mercury did not create (detach restores it), or "
 	     "re-attach with other settings"},

@@ -147,11 +147,13 @@ static int plan_previous(const char *root, struct attach_plan *p, char *err, siz
 	return ATTACH_APPLIED;
 }
 
+/* Priority everywhere: every published measurement of a single job ran under it, and share
+ * (weights as link shares) changes the qdisc tree, so an operator asks for it by name. */
 enum mercury_job_policy iface_default_job_policy(enum mercury_backend b, unsigned nbands)
 {
-	return b == MERCURY_BACKEND_HTB && nbands <= MERCURY_HTB_SHARE_MAX_BANDS
-		   ? MERCURY_POLICY_SHARE
-		   : MERCURY_POLICY_PRIORITY;
+	(void)b;
+	(void)nbands;
+	return MERCURY_POLICY_PRIORITY;
 }
 
 /* Backend, rate and bands: what the new root qdisc and the classifier will be. 0 or -1

@@ -113,9 +113,10 @@ uint32_t htb_share_leaf_minor(unsigned slot, unsigned prio);
 /* Guaranteed rate of each band leaf (bytes/s): 1 % of the rate, at least 1 Mbit/s, at most
  * rate / (2 nbands), so that the guarantees of all bands together stay below half of the
  * rate (a level rise drains at it: rise_bound.h). Under the job policy
- * share at most rate / (64 nbands) (every leaf, the root's and the jobs'): the root's leaves'
- * guarantees are set aside from the jobs' assured rates, and what they leave unused is lent
- * by prio, not by weight, so it is kept under 1/64 of the link. */
+ * share, for the root's leaves, at most rate / (64 nbands): their guarantees are set aside
+ * from the jobs' assured rates, and what they leave unused is lent by prio, not by weight, so
+ * it is kept under 1/64 of the link (a job's own leaves keep the priority rule within half of
+ * the job's assured rate: qdisc_htb.c share_classes). */
 uint64_t htb_leaf_rate(uint64_t rate, unsigned nbands, enum mercury_job_policy policy);
 
 /*

@@ -206,8 +206,7 @@ uint64_t qdisc_htb_band_rate(uint64_t rate, unsigned nbands)
 static int share_classes(struct qdisc_ctx *c, uint32_t major, uint64_t rate, unsigned nbands,
 			 const uint32_t weight[MERCURY_SHARE_SLOTS], bool create)
 {
-	uint64_t assured[MERCURY_SHARE_SLOTS],
-	    leaf_rate = htb_leaf_rate(rate, nbands, MERCURY_POLICY_SHARE);
+	uint64_t assured[MERCURY_SHARE_SLOTS], leaf_rate;
 	uint32_t quantum[MERCURY_SHARE_SLOTS];
 	int rc = 0, flags = create ? NLM_F_CREATE | NLM_F_EXCL : 0;
 	char what[80];
@@ -225,6 +224,13 @@ static int share_classes(struct qdisc_ctx *c, uint32_t major, uint64_t rate, uns
 		snprintf(what, sizeof(what), "%s htb job class %x:%x",
 			 create ? "creating" : "changing", major >> 16, k.handle & 0xffffu);
 		rc = set_htb_class(c, &k, flags, what);
+		/* A job's own bands keep the priority rule's guarantee (what bounds a level rise),
+		 * within half of the job's assured rate; only the root's leaves are held to R/64. */
+		leaf_rate = htb_leaf_rate(rate, nbands, MERCURY_POLICY_PRIORITY);
+		if (leaf_rate > assured[slot] / (2 * nbands))
+			leaf_rate = assured[slot] / (2 * nbands);
+		if (leaf_rate < MERCURY_HTB_MIN_RATE)
+			leaf_rate = MERCURY_HTB_MIN_RATE;
 		for (unsigned p = 0; rc == 0 && p < nbands; p++) {
 			struct htb_cls leaf = {k.handle,  major | htb_share_leaf_minor(slot, p),
 					       leaf_rate, rate,

@@ -58,7 +58,10 @@ attach_policy() {
 setup_pair || { fail "namespace setup"; finish; }
 start_sink 7000
 check "attach htb at ${RATE_MBIT} Mbit/s" attach_policy
-check "htb's default job policy is share" \
+check "the default job policy is priority" \
+	test "$(mercuryd_s -j status va | jq -r '.interfaces[0].job_policy')" = priority
+check "attach htb with --job-policy share" attach_policy --job-policy share
+check "status shows job policy share" \
 	test "$(mercuryd_s -j status va | jq -r '.interfaces[0].job_policy')" = share
 start_serve "$tmp/sock" "$tmp/serve.log" || { fail "mercuryd serve"; finish; }
 
