@@ -14,6 +14,9 @@ that exceeds its threshold, by the name's last part:
   fds, threads         --count (a whole descriptor or thread more, and some)
   anything else        max(--entries, --entries-rel x median): pinned-map entries, tagged
                        sockets, tag ranges, TCP sockets
+Samples with "tx_bytes" ({"n0": bytes sent, ...}, and "job") give each node's rate between
+consecutive samples of one job: an interval below --stall-share of the node's median rate
+counts as an error (training must go on while a daemon is away or an interface re-attached).
 Metrics named canary.* are a deliberate leak (soak.sh --canary): they must be seen to grow,
 and do not count against the verdict; one that is not seen fails it (the check is blind).
 """
@@ -50,6 +53,25 @@ def threshold(name, median, a):
     return max(a.entries, a.entries_rel * abs(median))
 
 
+def progress(samples, share):
+    """Per node: median, slowest rate between consecutive samples of a job (bytes/s) and the
+    intervals slower than share x the median."""
+    rates = {}
+    for p, q in zip(samples, samples[1:]):
+        if p.get("job") != q.get("job") or q["t"] <= p["t"]:
+            continue
+        for n, b in (q.get("tx_bytes") or {}).items():
+            if n in (p.get("tx_bytes") or {}):
+                rates.setdefault(n, []).append(((b - p["tx_bytes"][n]) / (q["t"] - p["t"]), q["t"]))
+    out = {}
+    for n, r in sorted(rates.items()):
+        med = statistics.median(x for x, _ in r)
+        slow = [t for x, t in r if x < share * med]
+        out[n] = {"median_Bps": round(med), "slowest_Bps": round(min(x for x, _ in r)),
+                  "intervals": len(r), "stalled_at": slow}
+    return out
+
+
 def analyse(samples, errors, a):
     kept = [s for s in samples if s["t"] >= a.warmup]
     names = sorted({n for s in kept for n in s.get("metrics", {})})
@@ -77,6 +99,10 @@ def analyse(samples, errors, a):
     growing = sorted(n for n, m in real.items() if m["verdict"] == "grows")
     unknown = sorted(n for n, m in real.items() if m["verdict"] not in ("grows", "flat"))
     blind = sorted(n for n, m in canary.items() if m["verdict"] != "grows")
+    prog = progress(samples, a.stall_share)
+    stalls = sum(len(v["stalled_at"]) for v in prog.values())
+    if stalls:
+        errors = dict(errors, stalled_intervals=stalls)
     n_errors = sum(errors.values())
     ok = not growing and not unknown and not blind and n_errors == 0 and len(kept) >= 3
     return {"verdict": "pass" if ok else "fail", "samples": len(samples),
@@ -85,8 +111,9 @@ def analyse(samples, errors, a):
             "growing": growing, "unknown": unknown, "canary_missed": blind,
             "errors": n_errors, "error_counts": errors,
             "thresholds": {"rss_kb": a.rss_kb, "rss_rel": a.rss_rel, "count": a.count,
-                           "entries": a.entries, "entries_rel": a.entries_rel},
-            "metrics": metrics}
+                           "entries": a.entries, "entries_rel": a.entries_rel,
+                           "stall_share": a.stall_share},
+            "progress": prog, "metrics": metrics}
 
 
 def main():
@@ -103,6 +130,8 @@ def main():
                    help="map entries, sockets, ranges: growth allowed (2)")
     p.add_argument("--entries-rel", type=float, default=0.1,
                    help="... or this share of the median, if more (0.1)")
+    p.add_argument("--stall-share", type=float, default=0.1,
+                   help="an interval below this share of the median rate is a stall (0.1)")
     a = p.parse_args()
     try:
         with open(a.samples, encoding="utf-8") as f:

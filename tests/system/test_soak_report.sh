@@ -3,7 +3,8 @@
 # bench/soak_report.py, the soak's verdict, on synthetic series: flat ones with noise and a
 # different level per mode pass; memory, descriptors or map entries that grow after the
 # warm-up fail, and so does any counted error; growth inside the warm-up does not count; a
-# canary that grows is seen, one that does not fails the verdict (the check would be blind).
+# canary that grows is seen, one that does not fails the verdict (the check would be blind);
+# an interval in which a node sends next to nothing (a stalled job) fails it.
 set -uo pipefail
 root=${MERCURY_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 report="$root/bench/soak_report.py"
@@ -25,9 +26,13 @@ with open(out, "w") as f:
         t, m = 60.0 * i, i % 2
         vals = {n: eval(e, {}, {"t": t, "i": i, "m": m, "r": random.uniform(-1, 1)})
                 for n, e in exprs}
-        f.write(json.dumps({"t": t, "mode": ["fastpath", "service"][m], "metrics": vals}) + "\n")
+        tx = {n[3:]: v for n, v in vals.items() if n.startswith("tx.")}
+        vals = {n: v for n, v in vals.items() if not n.startswith("tx.")}
+        f.write(json.dumps({"t": t, "mode": ["fastpath", "service"][m], "job": 1,
+                            "tx_bytes": tx, "metrics": vals}) + "\n")
 PY
 }
+# (a metric named tx.NODE is that node's bytes sent so far, "tx_bytes")
 # expect RC SAMPLES DESCRIPTION [jq test on the summary] [report args...]
 expect() {
 	local want=$1 file=$tmp/$2 what=$3 jqt=${4:-true} out rc
@@ -61,6 +66,12 @@ expect 0 canary "a growing canary is seen and does not fail the verdict" \
 	'.canary_missed == [] and .metrics["canary.fds"].verdict == "grows"'
 gen blind "${flat[@]}" "canary.fds=10"
 expect 1 blind "a canary that does not grow fails the verdict" '.canary_missed == ["canary.fds"]'
+
+gen moving "${flat[@]}" "tx.n0=1e6*t+2e7*r" "tx.n1=2e6*t"
+expect 0 moving "both nodes send every interval: pass" '.progress.n0.stalled_at == []'
+gen stall "${flat[@]}" "tx.n0=1e6*t" "tx.n1=2e6*min(t,1200)+2e6*max(t-1260,0)"
+expect 1 stall "node 1 sent nothing for a minute: fail" \
+	'.progress.n1.stalled_at == [1260] and .error_counts.stalled_intervals == 1'
 
 [ $fails -eq 0 ] && { echo "all checks passed"; exit 0; }
 echo "$fails check(s) failed"
