@@ -27,7 +27,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
 
 ITERS=100000 DURATION=0 INTERVAL=60 WARMUP=300 RESTART_EVERY=3 REATTACH_EVERY=5
-MODEL=tiny SHRINK=10 TSCALE=0.4 RATE=800 OUT="" CANARY=0 MAX_S=7200 REPORT_ARGS=()
+MODEL=tiny SHRINK=10 TSCALE=0.3 RATE=800 OUT="" CANARY=0 MAX_S=7200 REPORT_ARGS=()
 usage() {
 	cat <<EOF
 Usage: bench/soak.sh [options] [-- soak_report.py options]
@@ -38,7 +38,7 @@ Usage: bench/soak.sh [options] [-- soak_report.py options]
   --warmup S          seconds left out of the fits (300)
   --restart-every K   restart node 1's mercuryd serve every K intervals (3; 0: never)
   --reattach-every K  detach and attach node 1's interface every K intervals (5; 0: never)
-  --model M           models/M.prof (tiny); --shrink K (10), --time-scale S (0.4)
+  --model M           models/M.prof (tiny); --shrink K (10), --time-scale S (0.3)
   --rate MBIT         link rate (800)
   --out DIR           samples, logs and summary (default: a new folder in /tmp)
   --max-seconds S     fail when the soak has not ended by then (7200)
@@ -330,7 +330,7 @@ scan_logs() {
 	local f n
 	for f in "$OUT"/logs/*.log "$OUT"/logs/*.err; do
 		[ -f "$f" ] || continue
-		n=$(grep -Eci 'error|fail|abort|assert|sanitizer|segfault' "$f")
+		n=$(grep -Eci 'error|fail|cannot|abort|assert|sanitizer|segfault' "$f")
 		[ "$n" -gt 0 ] && { ERR[log_errors]=$((${ERR[log_errors]:-0} + n)); note "$n error line(s) in $f"; }
 		n=$(grep -ci 'warn' "$f")
 		WARNINGS=$((WARNINGS + n))
