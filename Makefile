@@ -74,7 +74,7 @@ BENCH_BINS  := $(BENCH_SRCS:bench/%.c=$(BUILD)/bench/%)
 # skeletons are kept so that the dependency files can name them.
 .SECONDARY: $(BPF_OBJS) $(SKELS)
 
-.PHONY: all deps test test-unit test-kernel test-integration test-vm test-systemd test-fresh test-asan fuzz bench demo format check-format clean vmlinux
+.PHONY: all deps soak test test-unit test-kernel test-integration test-vm test-systemd test-fresh test-asan fuzz bench demo format check-format clean vmlinux
 LIBS_OUT := $(if $(LIB_SRCS),$(BUILD)/libmercury.so $(BUILD)/libmercury.a)
 PS_OUT   := $(if $(wildcard ps/cli/main.c),$(BUILD)/mercury-ps $(BUILD)/libmercury-ps.so $(BUILD)/libmercury-ps.a)
 all: $(BUILD)/mercuryd $(BPF_OBJS) $(LIBS_OUT) $(PS_OUT) $(UNIT_BINS) $(KTEST_BINS) $(BENCH_BINS) $(EXAMPLE_BINS)
@@ -193,6 +193,14 @@ test-integration: all
 
 bench: all
 	bench/run.sh
+
+# The long soak (not part of make test; tests/integration/test_soak.sh is the short one):
+# 100,000 iterations of the tiny model on the emulated 2-node cluster through mercuryd, a
+# sample a minute, the fast path and the service in turn, serve restarts and re-attachments
+# meanwhile. Samples, logs and the verdict in build/soak/ (SOAK_ARGS: more bench/soak.sh options).
+soak: all
+	rm -rf $(BUILD)/soak
+	bench/soak.sh --out $(BUILD)/soak $(SOAK_ARGS)
 
 # The README's main command: two flows with Mercury off then on, then the emulated cluster
 # (ResNet-50, 4 nodes: fifo vs partition vs mercury vs ideal). About a minute.
