@@ -57,7 +57,7 @@ cat_gpu() { # skipped without CUDA (Debian's torch has none): scripts/gpu-check.
 }
 cat_vm() {
 	run_one "vm/matrix" timeout 900 bash tests/vm/run.sh
-	run_one "vm/systemd" timeout 600 bash tests/vm/systemd-e2e.sh
+	run_one "vm/systemd" timeout 900 bash tests/vm/systemd-e2e.sh
 }
 
 what=${1:-all}

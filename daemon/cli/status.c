@@ -154,8 +154,14 @@ static int show_one(const char *iface, void *arg)
 
 	if ((r = iface_state_read(root, iface, &st)) || (r = iface_cfg_read(root, iface, &cfg)) ||
 	    (r = iface_stats_read(root, iface, &sum))) {
-		cli_error(w->ctx, "status %s: %s", iface,
-			  r == -ENOENT ? "not attached" : strerror(-r));
+		char why[512];
+
+		if (r == -EPROTO) /* another layout: say how to clear it */
+			iface_state_strerror(root, iface, r, why, sizeof(why));
+		else
+			snprintf(why, sizeof(why), "%s",
+				 r == -ENOENT ? "not attached" : strerror(-r));
+		cli_error(w->ctx, "status %s: %s", iface, why);
 		return r;
 	}
 	w->n++;

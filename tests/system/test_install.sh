@@ -84,6 +84,8 @@ if command -v dpkg-deb >/dev/null; then
 	check "no file in two packages ($nfiles)" test "$nfiles" -eq 0
 	check "mercury depends on libbpf and libnl ($(dpkg-deb -f "$deb" Depends))" sh -c "dpkg-deb -f '$deb' Depends | grep -q libbpf1 && dpkg-deb -f '$deb' Depends | grep -q libnl-route-3"
 	check "the split packages replace the old single mercury" sh -c "dpkg-deb -f '$dev' Replaces | grep -q 'mercury (<< ' && dpkg-deb -f '$py' Breaks | grep -q 'mercury (<< '"
+	check "libmercury-dev: no Breaks on the old mercury (its Depends orders the upgrade; Breaks made dpkg -i build/*.deb refuse it)" \
+		sh -c "[ -z \"\$(dpkg-deb -f '$dev' Breaks)\" ] && dpkg-deb -f '$dev' Depends | grep -q 'mercury (= '"
 	check "/etc/mercury/interfaces is a conffile, every line a comment" sh -c "
 		dpkg-deb --ctrl-tarfile '$deb' | tar -xO ./conffiles | grep -qx /etc/mercury/interfaces &&
 		! dpkg-deb --fsys-tarfile '$deb' | tar -xO ./etc/mercury/interfaces | grep -qv '^#'"
@@ -98,6 +100,8 @@ if command -v dpkg-deb >/dev/null; then
 		grep -q 'deb-systemd-invoke stop' '$scratch/prerm' && grep -q 'mercuryd detach --all' '$scratch/prerm'"
 	check "postrm purge forgets the unit and removes group mercury" sh -c "
 		grep -q 'deb-systemd-helper purge' '$scratch/postrm' && grep -q 'delgroup --system' '$scratch/postrm'"
+	check "preinst: a hand-written /etc/mercury/interfaces moved aside (no conffile prompt), put back by postinst; the old binary detaches on a layout change" sh -c "
+		grep -q 'dpkg-bak' '$scratch/preinst' && grep -q 'dpkg-bak' '$scratch/postinst' && grep -q 'mercuryd detach' '$scratch/preinst'"
 	if command -v lintian >/dev/null; then
 		lintian --tag-display-limit 0 $debs >"$scratch/lintian" 2>&1
 		tags=$(grep -E '^[EW]: ' "$scratch/lintian")
