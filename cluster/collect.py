@@ -96,6 +96,7 @@ res = {
     "tags_service": sum(x.get("tags_service", 0) for x in nodes),
     "tag_errors": sum(x.get("tag_errors", 0) for x in nodes),
     "split_sockets": sum(x.get("split_sockets", 0) for x in nodes),
+    "split_queues": sum(x.get("split_queues", 0) for x in nodes),
     "conns": nodes[0].get("conns"), "rcvbuf": nodes[0].get("rcvbuf"),
     "part": nodes[0].get("part"), "credit": nodes[0].get("credit"),
     "split_all": nodes[0].get("split_all"), "shrink": nodes[0].get("shrink"),

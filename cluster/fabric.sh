@@ -11,7 +11,9 @@
 #   partition     ByteScheduler with the (P, C) tuned per model by cluster/tune.sh on the
 #                 egress-only fabric (cluster/RESULTS.md; not re-tuned here: TUNED overrides)
 #   mercury       Mercury's defaults, FIFO ports: priority at the sender only
-#   mercury-dscp  Mercury's defaults, switch ports strict priority on DSCP
+#   mercury-dscp  Mercury's defaults, switch ports strict priority on DSCP, connections by
+#                 switch queue (run_ps adds --dscp-queues PORT_QUEUES; CL_DSCP_CONNS=0: by
+#                 layer group, --conns as given)
 #   ideal         the paper's bound (mercury-ps ideal; with full-duplex links of one rate a
 #                 node's ingress carries per layer what its egress does, so the bound holds
 #                 on this fabric unchanged; two racks add the uplink, --uplink)

@@ -185,7 +185,8 @@ cl_dscp_list() {
 	for ((b = 0; b < CL_BANDS; b++)); do l+="${l:+,}$(cl_dscp_of "$b")"; done
 	echo "$l"
 }
-# The switch queue (0 = served first) of band B: bands spread evenly over the queues.
+# The switch queue (0 = served first) of band B: bands spread evenly over the queues (the
+# same rule as mercury-ps --dscp-queues, ps_band_queues_even).
 cl_queue_of() { echo $(($1 * CL_PORT_QUEUES / CL_BANDS)); }
 
 # port_shape DEV RATE_MBIT: the switch side of a link, DEV's egress in the switch namespace,
@@ -398,6 +399,13 @@ run_ps() {
 	local extra=()
 	if [ "$mode" = mercury ] && [ "$CL_SHAPER" = tc ]; then extra+=(--sock-prio 0x4d450010); fi
 	if [ "$mode" = mercury ] && [ "$CL_SHAPER" = mercuryd ]; then extra+=(--bands "$CL_BANDS"); fi
+	# DSCP switch ports: connections by switch queue (mercury-ps --dscp-queues, the queues of
+	# cl_queue_of), so that no socket's bytes sit in two strict-priority queues of a port;
+	# CL_DSCP_CONNS=0 keeps the connections by layer group only (--conns as given).
+	if [ "$mode" = mercury ] && [ "$CL_SHAPER" = mercuryd ] && [ "$CL_PORT_QUEUES" -gt 1 ] &&
+		[ "${CL_DSCP_CONNS:-1}" = 1 ] && [[ " $* " != *" --dscp-queues "* ]]; then
+		extra+=(--dscp-queues "$CL_PORT_QUEUES")
+	fi
 	for ((i = 0; i < CL_NODES; i++)); do counters "$i" >"$tmp/c0.$i"; done
 	switch_drops >"$tmp/swdrop0"
 	cpu0=$(cpu_busy_jiffies)
@@ -486,15 +494,17 @@ link_reference() {
 # with node i's mercuryd socket. Logs in DIR/node<i>.log (launcher) and DIR/logs<i>/ (the
 # trainer's stdout/stderr). Returns non-zero when any node's launcher does.
 run_torch() {
-	local dir=$1 script=$2 i rc=0 pids=() cg=()
+	local dir=$1 script=$2 i rc=0 pids=() cg=() dq=0
 	shift 2
 	mkdir -p "$dir"
+	# DSCP switch ports: mercury.torch's connections by switch queue, as run_ps's
+	[ "$CL_PORT_QUEUES" -gt 1 ] && [ "${CL_DSCP_CONNS:-1}" = 1 ] && dq=$CL_PORT_QUEUES
 	for ((i = 0; i < CL_NODES; i++)); do
 		# Debian's torch 1.13 on Python 3.11 cannot parse the default --redirects; one
 		# thread per trainer: two of them share this machine's two cores.
 		mapfile -t cg < <(cl_exec_cg "$i")
 		nsenter --net=/var/run/netns/"$(cl_ns "$i")" "${cg[@]}" env MERCURY_SOCKET="$CL_RUN/n$i.sock" \
-			MERCURY_BANDS="$CL_BANDS" \
+			MERCURY_BANDS="$CL_BANDS" MERCURY_DSCP_QUEUES="$dq" \
 			OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 GLOO_SOCKET_IFNAME=e0 ${CL_TORCH_ENV:-} \
 			timeout "${CL_TORCH_TIMEOUT:-300}" "$CL_PY" -m torch.distributed.run \
 			--nnodes "$CL_NODES" --node_rank "$i" --nproc_per_node 1 \

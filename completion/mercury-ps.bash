@@ -12,7 +12,7 @@ _mercury_ps() {
 	--profile | --timeline) COMPREPLY=($(compgen -f -- "$cur")); return ;;
 	--mode) COMPREPLY=($(compgen -W "fifo partition mercury" -- "$cur")); return ;;
 	--placement) COMPREPLY=($(compgen -W "hash balanced" -- "$cur")); return ;;
-	--nodes | --rank | --hosts | --port | --conns | --rcvbuf | --bands | --chunk | --part | \
+	--nodes | --rank | --hosts | --port | --conns | --dscp-queues | --rcvbuf | --bands | --chunk | --part | \
 		--credit | --op-cost | --bound | --shrink | --time-scale | --iters | --warmup | \
 		--timeout | --rate | --uplink | --slow-rank | --slow-s | --die-rank | --sock-prio | \
 		--layers | --jobs | --job | --weight | --job-band)
@@ -26,7 +26,7 @@ _mercury_ps() {
 		fi
 		return
 	fi
-	local common="--profile --mode --nodes --port --conns --rcvbuf --bands --chunk --part
+	local common="--profile --mode --nodes --port --conns --dscp-queues --rcvbuf --bands --chunk --part
 		--credit --op-cost --bound --split-all --placement --shrink --time-scale --iters
 		--warmup --verify --timeout --timeline --sock-prio --write-ahead --slow-rank --slow-s
 		--die-rank --job --weight --job-band --help"

@@ -80,6 +80,14 @@ struct mercury_ps_options {
 	int rcvbuf; /* mercury: SO_RCVBUF of each data connection's receiving end, bytes: a bound
 		     * on each connection's window, so that N-to-1 pushes do not overflow a
 		     * switch port (16384; 0: the kernel's autotuning; docs/fabric.md) */
+	/* Added after rcvbuf, in what was the struct's tail padding: a caller built before gets
+	 * what its options held there (0 where they were zeroed, as MERCURY_PS_OPTIONS_INIT
+	 * does in practice; anything above 16 is refused). */
+	int dscp_queues; /* mercury: > 1: the switch ports serve the bands' DSCP (mercuryd
+			  * attach --dscp) from this many strict-priority queues, band b of
+			  * `bands` in queue b * dscp_queues / bands; every connection then
+			  * carries the layers of one queue, max(conns, queues used) of them
+			  * (0, off: docs/switch-dscp.md) */
 };
 
 #define MERCURY_PS_OPTIONS_INIT                                                                    \

@@ -109,6 +109,12 @@ static int options_to_config(const struct mercury_ps_options *o, struct ps_confi
 		return -EINVAL;
 	}
 	c->rcvbuf = o->rcvbuf;
+	if (o->dscp_queues < 0 || o->dscp_queues > MERCURY_MAX_LEVELS) {
+		snprintf(err, errlen, "bad options: dscp_queues %d: give 0 (off) to %d",
+			 o->dscp_queues, MERCURY_MAX_LEVELS);
+		return -EINVAL;
+	}
+	c->dscp_queues = o->dscp_queues;
 	return 0;
 }
 
@@ -192,7 +198,7 @@ API int mercury_ps_close(struct mercury_ps *ps, char *err, size_t errlen)
 	if (!ps)
 		return 0;
 	if (!ps_node_error(ps->node))
-		r = ps_node_finish(ps->node, NULL);
+		r = ps_node_finish(ps->node, NULL, NULL);
 	rs = ps_node_stop(ps->node, NULL, err, errlen);
 	free(ps->timeline);
 	free(ps);

@@ -14,6 +14,7 @@
 #include <stdio.h>
 
 #include "iter_window.h"
+#include "mercury_abi.h"
 #include "placement.h"
 #include "ps.h"
 #include "tcp_stream.h" /* tcp_bytes_acked() */
@@ -69,6 +70,7 @@ struct ps_node {
 	int L, K;     /* layers, connections per pair and direction */
 	int C;	      /* connections per pair: K, or 2 K in mercury mode (pulls on their own) */
 	int *conn_of; /* layer -> connection index, 0 .. K - 1 */
+	int queue_of_band[MERCURY_MAX_LEVELS]; /* cfg.dscp_queues > 1: each band's switch queue */
 	uint64_t *orig, *len;
 
 	/* The sockets (transport.c opens and closes them; every role queues messages on them) */

@@ -55,7 +55,8 @@ static int emulate(struct ps_node *n, const struct ps_profile *prof, struct ps_r
 		}
 	}
 	res->iter_s = (res->fp_end[total] - res->fp_end[n->cfg.warmup]) / n->cfg.iters;
-	return ps_node_finish(n, &res->split_sockets);
+	res->conns = n->K;
+	return ps_node_finish(n, &res->split_sockets, &res->split_queues);
 }
 
 int ps_node_run(const struct ps_config *cfg, const struct ps_profile *prof, struct ps_result *res,

@@ -108,10 +108,15 @@ static void write_timeline(struct ps_node *n, double t0)
 static uint64_t layout_hash(const struct ps_node *n)
 {
 	uint64_t h = 0xcbf29ce484222325ull;
-	uint64_t v[] = {(uint64_t)n->L,	       (uint64_t)n->cfg.nodes,
-			(uint64_t)n->cfg.mode, n->cfg.bound,
-			n->cfg.split_all,      n->cfg.balanced,
-			(uint64_t)n->C,	       n->cfg.mode == PS_PARTITION ? n->cfg.part : 0};
+	uint64_t v[] = {(uint64_t)n->L,
+			(uint64_t)n->cfg.nodes,
+			(uint64_t)n->cfg.mode,
+			n->cfg.bound,
+			n->cfg.split_all,
+			n->cfg.balanced,
+			(uint64_t)n->C,
+			n->cfg.mode == PS_PARTITION ? n->cfg.part : 0,
+			(uint64_t)n->cfg.dscp_queues};
 	const size_t nv = sizeof(v) / sizeof(v[0]);
 
 	for (size_t i = 0; i < nv + 2 * (size_t)n->L; i++) {
@@ -145,7 +150,19 @@ static int setup_model(struct ps_node *n, const uint64_t *params, char *err, siz
 		     cfg->mode == PS_PARTITION ? cfg->part : 0, &n->pl);
 	if (r)
 		goto nomem;
-	if (n->K > 1) {
+	if (cfg->mode == PS_MERCURY && cfg->dscp_queues > 1) {
+		/* every socket's bytes in one switch queue: one connection per queue at least */
+		ps_band_queues_even(cfg->tag_levels, cfg->dscp_queues, n->queue_of_band);
+		r = ps_map_connections_queues(n->L, n->K, cfg->tag_levels, n->queue_of_band,
+					      n->conn_of, NULL);
+		if (r < 0) {
+			snprintf(err, errlen,
+				 "cannot map layers to connections (%d bands, %d queues)",
+				 cfg->tag_levels, cfg->dscp_queues);
+			return r;
+		}
+		n->K = r;
+	} else if (n->K > 1) {
 		int groups = (int)mercury_current_groups((unsigned)cfg->tag_levels);
 		n->K = ps_map_connections(n->L, n->K, groups, n->conn_of);
 	}
@@ -187,11 +204,14 @@ int ps_node_start(const struct ps_config *cfg, const uint64_t *params, int nlaye
 	if (n->L < 1 || n->K < 1 || n->K > PS_MAX_CONNS || cfg->nodes < 1 ||
 	    cfg->nodes > PS_MAX_NODES || cfg->rank < 0 || cfg->rank >= cfg->nodes ||
 	    cfg->shrink < 1 || cfg->chunk < 1 || cfg->part < 1 || cfg->iters < 1 ||
-	    cfg->warmup < 0 || cfg->role < PS_ROLE_NODE || cfg->role > PS_ROLE_WORKER) {
+	    cfg->warmup < 0 || cfg->role < PS_ROLE_NODE || cfg->role > PS_ROLE_WORKER ||
+	    cfg->dscp_queues < 0 || cfg->dscp_queues > MERCURY_MAX_LEVELS ||
+	    (cfg->dscp_queues > 1 &&
+	     (cfg->tag_levels < 2 || cfg->tag_levels > MERCURY_MAX_LEVELS))) {
 		snprintf(err, errlen,
 			 "bad configuration (layers >= 1, nodes 1..%d, rank < nodes, conns 1..%d, "
-			 "iters >= 1)",
-			 PS_MAX_NODES, PS_MAX_CONNS);
+			 "iters >= 1; with dscp queues 2..%d, bands 2..%d)",
+			 PS_MAX_NODES, PS_MAX_CONNS, MERCURY_MAX_LEVELS, MERCURY_MAX_LEVELS);
 		r = -EINVAL;
 		goto fail;
 	}
@@ -281,14 +301,17 @@ int ps_node_serve_wait(struct ps_node *n, double wait_s)
 	return r;
 }
 
-int ps_node_finish(struct ps_node *n, uint64_t *split_sockets)
+int ps_node_finish(struct ps_node *n, uint64_t *split_sockets, uint64_t *split_queues)
 {
 	int r = ps_worker_finish(n);
+	uint64_t sq = 0;
 
 	if (r)
 		return r;
 	if (split_sockets)
-		*split_sockets = ps_tag_split_sockets(n);
+		*split_sockets = ps_tag_split_sockets(n, &sq);
+	if (split_queues)
+		*split_queues = sq;
 	for (int s = 0; s < n->cfg.nodes; s++)
 		for (int k = 0; k < n->C; k++)
 			ps_enqueue(n->wconn[s][k], PS_MSG_BYE, -1, 0, 0, 0, NULL, UINT64_MAX);

@@ -5,6 +5,8 @@
 #include <string.h>
 
 #include "placement.h"
+#include "ps.h"
+#include "mercury_abi.h"
 #include "mercury_groups.h"
 
 /* The server holding the fewest (original) parameters so far; the lowest index on a tie. */
@@ -152,4 +154,93 @@ int ps_map_connections(int nlayers, int conns, int groups, int *conn_of)
 		used = first;
 	}
 	return used;
+}
+
+void ps_band_queues_even(int nbands, int queues, int *queue_of_band)
+{
+	for (int b = 0; b < nbands; b++)
+		queue_of_band[b] = queues > 1 ? (int)((int64_t)b * queues / nbands) : 0;
+}
+
+int ps_map_connections_queues(int nlayers, int conns, int nbands, const int *queue_of_band,
+			      int *conn_of, int *queue_of_conn)
+{
+	/* per current-iteration group: first layer, layers, class (index into cq) */
+	int lo[MERCURY_MAX_LEVELS], cnt[MERCURY_MAX_LEVELS], cls[MERCURY_MAX_LEVELS];
+	int cq[PS_MAX_CONNS], ncl = 0, total, first = 0;
+	int groups;
+
+	if (nlayers < 1 || conns < 1 || nbands < 2 || nbands > MERCURY_MAX_LEVELS)
+		return -EINVAL;
+	groups = (int)mercury_current_groups((unsigned)nbands);
+	for (int g = 0; g < groups; g++) {
+		lo[g] = -1;
+		cnt[g] = 0;
+		cls[g] = -1;
+	}
+	for (int l = 0; l < nlayers; l++) {
+		int g = (int)mercury_layer_group((uint32_t)l, (uint32_t)nlayers, (unsigned)groups);
+
+		if (lo[g] < 0)
+			lo[g] = l;
+		cnt[g]++;
+	}
+	for (int g = 0; g < groups; g++) {
+		int q = queue_of_band[g], c = 0; /* group g is band g (no weight shift) */
+
+		if (q < 0)
+			return -EINVAL;
+		if (!cnt[g])
+			continue;
+		while (c < ncl && cq[c] != q)
+			c++;
+		if (c == ncl) {
+			if (ncl == PS_MAX_CONNS)
+				return -E2BIG;
+			cq[ncl++] = q;
+		}
+		cls[g] = c;
+	}
+	total = conns > ncl ? conns : ncl;
+	if (total > PS_MAX_CONNS)
+		total = PS_MAX_CONNS;
+	for (int c = 0; c < ncl; c++) {
+		int share = total / ncl + (c < total % ncl ? 1 : 0);
+		int ngc = 0, layers = 0, gi = 0, used = 0;
+
+		for (int g = 0; g < groups; g++)
+			if (cls[g] == c) {
+				ngc++;
+				layers += cnt[g];
+			}
+		if (share > layers)
+			share = layers;
+		for (int g = 0; g < groups; g++) {
+			if (cls[g] != c)
+				continue;
+			if (share <= ngc) {
+				/* fewer sockets than groups: whole groups share one, in order */
+				for (int i = 0; i < cnt[g]; i++)
+					conn_of[lo[g] + i] =
+					    first + (int)((int64_t)gi * share / ngc);
+				used = share;
+			} else {
+				/* a group's share of the class's sockets, its layers split evenly
+				 */
+				int gshare = share / ngc + (gi < share % ngc ? 1 : 0);
+
+				if (gshare > cnt[g])
+					gshare = cnt[g];
+				for (int i = 0; i < cnt[g]; i++)
+					conn_of[lo[g] + i] =
+					    first + used + (int)((int64_t)i * gshare / cnt[g]);
+				used += gshare;
+			}
+			gi++;
+		}
+		for (int k = first; k < first + used && queue_of_conn; k++)
+			queue_of_conn[k] = cq[c];
+		first += used;
+	}
+	return first;
 }

@@ -50,4 +50,32 @@ void ps_placement_free(struct ps_placement *pl);
  */
 int ps_map_connections(int nlayers, int conns, int groups, int *conn_of);
 
+/*
+ * The switch queue of each of nbands bands when the fabric's ports have `queues`
+ * strict-priority queues and the bands are spread evenly over them, band b in queue
+ * b * queues / nbands (the emulated cluster's DSCP map, cluster/lib.sh cl_queue_of). Fills
+ * queue_of_band[0..nbands).
+ */
+void ps_band_queues_even(int nbands, int queues, int *queue_of_band);
+
+/*
+ * Layer -> connection of a worker-server pair (mercury mode) when the fabric's switch ports
+ * serve the DSCP of each band from a strict-priority queue (queue_of_band[b], nbands bands):
+ * every socket's bytes land in one switch queue. A socket whose bytes sit in two queues of a
+ * strict-priority port has its later packets overtake its earlier ones there (reordering,
+ * spurious retransmissions, a socket starved in a lower queue), even where each of its bytes
+ * keeps one band at the host. The layers of one queue (a class) share that queue's
+ * connections, in order; every class gets at least one, so max(conns, classes) connections
+ * are spread over the classes, the most urgent first (the first conns % classes one more),
+ * and inside a class as ps_map_connections does over its groups (no connection spans two
+ * groups where the class has a connection per group or more). A layer's band is its group
+ * in the current iteration (include/mercury_groups.h, no weight shift): the host's band of
+ * every byte is unchanged, only which socket carries which layer. Fills conn_of[0..nlayers),
+ * and queue_of_conn[k] (when not NULL, PS_MAX_CONNS entries) with each connection's queue;
+ * returns the number of connections used, or -EINVAL (nlayers < 1, nbands 2..16, a queue
+ * below 0) or -E2BIG (more classes than PS_MAX_CONNS).
+ */
+int ps_map_connections_queues(int nlayers, int conns, int nbands, const int *queue_of_band,
+			      int *conn_of, int *queue_of_conn);
+
 #endif

@@ -44,6 +44,11 @@ struct ps_config {
 	char hosts[PS_MAX_NODES][64];
 	uint16_t port;
 	int conns;	  /* connections per worker-server pair (mercury mode) */
+	int dscp_queues;  /* mercury: > 1: the switch ports serve the bands' DSCP from this many
+			   * strict-priority queues, bands spread evenly (band b in queue
+			   * b * Q / bands): every connection carries the layers of one queue
+			   * (ps_map_connections_queues), max(conns, queues used) of them;
+			   * 0 or 1: sockets follow the layer groups only */
 	int rcvbuf;	  /* mercury: SO_RCVBUF of every data connection's receiving end, a
 			   * bound on each connection's bytes in flight (incast); 0: the
 			   * kernel's autotuning */
@@ -95,6 +100,9 @@ struct ps_result {
 	uint64_t tags_service;	/* tags through mercuryd's service (a round trip) */
 	uint64_t tag_errors;	/* tag calls that failed */
 	uint64_t split_sockets; /* mercury: sockets whose packets went to more than one band */
+	uint64_t split_queues;	/* mercury with dscp_queues: sockets whose packets went to bands of
+				 * more than one switch queue */
+	int conns;		/* data connections per worker-server pair and direction */
 	uint64_t max_inflight;	/* partition: most parameters ever in flight, push to pull */
 	uint64_t inflight_left; /* partition: in flight at the end (0 unless credit leaked) */
 };
@@ -125,7 +133,7 @@ int ps_node_wait_pull(struct ps_node *n, int layer, uint64_t iter, float *out);
 /* 1 when ps_node_wait_pull(n, layer, iter, ...) would return at once, 0 when it would block,
  * -EINVAL for a layer out of range or not pushed for iter. */
 int ps_node_pull_ready(struct ps_node *n, int layer, uint64_t iter);
-int ps_node_finish(struct ps_node *n, uint64_t *split_sockets);
+int ps_node_finish(struct ps_node *n, uint64_t *split_sockets, uint64_t *split_queues);
 /*
  * PS_ROLE_SERVER: ps_node_start returns once the listener is up; this waits up to wait_s for
  * the job to end. 0 once every worker has said goodbye, -ETIMEDOUT if it has not by then

@@ -144,12 +144,16 @@ void ps_tag_iteration(struct ps_node *n, uint64_t iter, bool begin)
  * (include/mercury_groups.h); the PS maps sockets to layer groups and holds next-iteration
  * pushes until the iteration turns so that it should not happen (with --write-ahead a
  * socket's bytes can move from the next iteration's band to a current one). Counted from the
- * classifier's per-socket counters, before the untagged goodbyes.
+ * classifier's per-socket counters, before the untagged goodbyes. With dscp_queues, also
+ * the sockets whose bands lie in more than one switch queue (*split_queues): what the
+ * queue-aware map (ps_map_connections_queues) is for; next-iteration bytes (band N - 2) in
+ * another queue than their layer's still count.
  */
-uint64_t ps_tag_split_sockets(struct ps_node *n)
+uint64_t ps_tag_split_sockets(struct ps_node *n, uint64_t *split_queues)
 {
 	uint64_t split = 0;
 
+	*split_queues = 0;
 	if (!n->tagger)
 		return 0;
 	for (int p = 0; p < PS_MAX_NODES; p++)
@@ -157,14 +161,24 @@ uint64_t ps_tag_split_sockets(struct ps_node *n)
 			for (int side = 0; side < 2; side++) {
 				struct ps_conn *c = side ? n->sconn[p][k] : n->wconn[p][k];
 				struct mercury_socket_stats st;
-				int bands = 0;
+				int bands = 0, q0 = -1;
+				bool queues = false;
 
 				if (!c || !c->tag || mercury_socket_stats(n->tagger, c->fd, &st))
 					continue;
 				for (size_t b = 0; b < sizeof(st.packets) / sizeof(st.packets[0]);
-				     b++)
-					bands += st.packets[b] != 0;
+				     b++) {
+					if (!st.packets[b])
+						continue;
+					bands++;
+					int q = n->queue_of_band[b < MERCURY_MAX_LEVELS
+								     ? b
+								     : MERCURY_MAX_LEVELS - 1];
+					queues |= q0 >= 0 && q != q0;
+					q0 = q;
+				}
 				split += bands > 1;
+				*split_queues += n->cfg.dscp_queues > 1 && queues;
 			}
 	return split;
 }

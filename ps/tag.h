@@ -13,6 +13,6 @@ int ps_tag_next(struct ps_conn *c, uint64_t nbytes, int layer, enum ps_dir dir, 
 void ps_tag_unregister(struct ps_conn *c);
 void ps_tag_counts(struct ps_node *n, uint64_t *fastpath, uint64_t *service);
 /* Tagged sockets of this node whose packets the classifier has put in more than one band. */
-uint64_t ps_tag_split_sockets(struct ps_node *n);
+uint64_t ps_tag_split_sockets(struct ps_node *n, uint64_t *split_queues);
 
 #endif

@@ -92,6 +92,12 @@ static const struct cli_opt ps_opts[] = {
      .help = "server port (local: P, P+1, ...)"},
     {.name = "conns", .type = CLI_INT, C(conns), .min = 1, .max = PS_MAX_CONNS, .arg = "K",
      .help = "connections per worker-server pair, mercury mode"},
+    {.name = "dscp-queues", .type = CLI_INT, C(dscp_queues), .min = 0, .max = MERCURY_MAX_LEVELS,
+     .arg = "Q",
+     .help = "mercury: the switch ports serve the bands' DSCP (mercuryd attach --dscp) from Q "
+	     "strict-priority queues, band b of --bands N in queue b * Q / N: every connection "
+	     "carries the layers of one queue, max(--conns, queues used) connections (0: off)",
+     .def = "0, off"},
     {.name = "rcvbuf", .type = CLI_INT, C(rcvbuf), .min = 0, .max = 64 << 20, .arg = "B",
      .help = "mercury: SO_RCVBUF of each data connection's receiver, a bound on its bytes "
 	     "in flight so that N-to-1 pushes do not overflow a switch port (0: kernel "
@@ -261,10 +267,10 @@ static void print_result(const struct ps_config *c, const struct ps_profile *p, 
 	add_u64(o, "credit", c->credit);
 	add_double(o, "op_cost_s", c->op_cost_s);
 	add_u64(o, "max_inflight", r->max_inflight);
-	json_object_object_add(o, "conns",
-			       json_object_new_int(c->mode != PS_MERCURY   ? 1
-						   : c->conns < p->nlayers ? c->conns
-									   : p->nlayers));
+	/* the connections the run used: --conns, or one per switch queue with --dscp-queues */
+	json_object_object_add(o, "conns", json_object_new_int(r->conns));
+	json_object_object_add(o, "dscp_queues",
+			       json_object_new_int(c->mode == PS_MERCURY ? c->dscp_queues : 0));
 	json_object_object_add(o, "rcvbuf",
 			       json_object_new_int(c->mode == PS_MERCURY ? c->rcvbuf : 0));
 	json_object_object_add(o, "job", json_object_new_int64(c->job));
@@ -275,6 +281,7 @@ static void print_result(const struct ps_config *c, const struct ps_profile *p, 
 	add_u64(o, "tags_service", r->tags_service);
 	add_u64(o, "tag_errors", r->tag_errors);
 	add_u64(o, "split_sockets", r->split_sockets);
+	add_u64(o, "split_queues", r->split_queues);
 	print_json(o);
 }
 

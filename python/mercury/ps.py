@@ -45,7 +45,8 @@ class _Options(ctypes.Structure):
                 ("timeline", ctypes.c_char_p), ("external_servers", ctypes.c_int),
                 ("colocated_tcp", ctypes.c_int), ("placement", ctypes.c_int),
                 ("job", ctypes.c_uint32), ("weight", ctypes.c_uint32),
-                ("job_band", ctypes.c_int), ("rcvbuf", ctypes.c_int)]
+                ("job_band", ctypes.c_int), ("rcvbuf", ctypes.c_int),
+                ("dscp_queues", ctypes.c_int)]
 
 MAX_WEIGHT = 1000  # include/mercury_wire.h MW_MAX_WEIGHT
 
@@ -80,6 +81,13 @@ def _check_choices(mode, placement, job=1, weight=1, job_band=-1):
                          "mode tags by layer")
 
 
+def _check_dscp_queues(dscp_queues):
+    """dscp_queues: 0 (off) or the switch ports' strict-priority queues (2..16)."""
+    if isinstance(dscp_queues, bool) or not isinstance(dscp_queues, int) or \
+            not 0 <= dscp_queues <= 16:
+        raise ValueError("dscp_queues must be an integer 0..16, not %r" % (dscp_queues,))
+
+
 class PSError(OSError):
     """A failed parameter-server call, with the library's reason."""
 
@@ -90,10 +98,11 @@ class ParameterServer:
     def __init__(self, rank, nodes, hosts, layer_params, mode="mercury", conns=4, bands=8,
                  part=1000000, credit=4000000, bound=1000000, timeout=60.0, timeline=None,
                  external_servers=False, colocated_tcp=False, placement="hash", job=1,
-                 weight=1, job_band=-1, rcvbuf=16384):
+                 weight=1, job_band=-1, rcvbuf=16384, dscp_queues=0):
         _check_choices(mode, placement, job, weight, job_band)
         if not 0 <= int(rcvbuf) <= 64 << 20:
             raise ValueError("rcvbuf %r: give 0 (autotuning) to %d bytes" % (rcvbuf, 64 << 20))
+        _check_dscp_queues(dscp_queues)
         if len(hosts) != nodes:
             raise ValueError("%d hosts for %d nodes" % (len(hosts), nodes))
         self.layer_params = list(layer_params)
@@ -103,7 +112,7 @@ class ParameterServer:
                         len(self.layer_params), MODES[mode], conns, bands, part, credit, bound, float(timeout),
                         timeline.encode() if timeline else None, int(external_servers),
                         int(colocated_tcp), PLACEMENTS[placement], job, weight, job_band,
-                        int(rcvbuf))
+                        int(rcvbuf), int(dscp_queues))
         self._ps = ctypes.c_void_p()
         err = ctypes.create_string_buffer(512)
         rc = _lib.mercury_ps_open(ctypes.byref(opts), ctypes.byref(self._ps), err, len(err))
@@ -176,16 +185,19 @@ def _server_binary():
 
 def start_server(rank, nodes, hosts, layer_params, mode="mercury", conns=4, bands=8,
                  part=1000000, credit=4000000, bound=1000000, timeout=60.0, jobs=1,
-                 placement="hash", job=1, weight=1, job_band=-1, rcvbuf=16384):
+                 placement="hash", job=1, weight=1, job_band=-1, rcvbuf=16384,
+                 dscp_queues=0):
     """Starts `mercury-ps serve` for node rank with the layout a ParameterServer of the same
     arguments (and external_servers=True) expects; it listens on hosts[rank] and exits after
     `jobs` jobs (0: until terminated), or when the thread that started it ends (call it from
     the main thread). Its errors go to this process's stderr. Returns the subprocess.Popen."""
     _check_choices(mode, placement, job, weight, job_band)
+    _check_dscp_queues(dscp_queues)
     cmd = [_server_binary(), "serve", "--layers", ",".join(str(int(n)) for n in layer_params),
            "--mode", mode, "--nodes", str(nodes), "--rank", str(rank), "--hosts", ",".join(hosts),
            "--conns", str(conns), "--bands", str(bands), "--part", str(part), "--credit",
            str(credit), "--bound", str(bound), "--timeout", str(timeout), "--jobs", str(jobs),
            "--placement", placement, "--job", str(job), "--weight", str(weight),
-           "--rcvbuf", str(int(rcvbuf)), "--exit-with-parent"] + (["--job-band", str(job_band)] if job_band >= 0 else [])
+           "--rcvbuf", str(int(rcvbuf)), "--dscp-queues", str(dscp_queues),
+           "--exit-with-parent"] + (["--job-band", str(job_band)] if job_band >= 0 else [])
     return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stdin=subprocess.DEVNULL)

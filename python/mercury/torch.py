@@ -261,14 +261,16 @@ class DistributedOptimizer(torch.optim.Optimizer):
     timeline, colocated_tcp, job and weight (the job's id and weight towards mercuryd:
     two jobs of one user on a node need different ids; 1 and 1), rcvbuf (each data
     connection's receive buffer, a bound on its window against incast at switch ports:
-    16384 bytes; 0 = the kernel's autotuning; docs/fabric.md). Any other keyword is a
+    16384 bytes; 0 = the kernel's autotuning; docs/fabric.md), dscp_queues (the switch
+    ports' strict-priority DSCP queues, MERCURY_DSCP_QUEUES: every connection then carries
+    the layers of one queue; 0 = off; docs/switch-dscp.md). Any other keyword is a
     TypeError here."""
 
     def __init__(self, optimizer, named_parameters=None, compression=Compression.none,
                  backward_passes_per_step=1, op=Average, *, model=None, mode=None,
                  timeout=60.0, conns=None, bands=None, part=None, credit=None, bound=None,
                  placement=None, timeline=None, colocated_tcp=None, job=None, weight=None,
-                 rcvbuf=None):
+                 rcvbuf=None, dscp_queues=None):
         if _state["size"] is None:
             raise RuntimeError("mercury.torch: call mt.init() first")
         if not isinstance(optimizer, torch.optim.Optimizer):
@@ -306,12 +308,16 @@ class DistributedOptimizer(torch.optim.Optimizer):
                                               ("bound", bound), ("timeline", timeline),
                                               ("colocated_tcp", colocated_tcp),
                                               ("job", job), ("weight", weight),
-                                              ("rcvbuf", rcvbuf))
+                                              ("rcvbuf", rcvbuf),
+                                              ("dscp_queues", dscp_queues))
                             if v is not None}
         # Sockets follow the layer groups of mercuryd's band count: a socket spanning two
         # groups sends packets in two bands and reorders its own stream.
         if "bands" not in self._ps_options and os.environ.get("MERCURY_BANDS"):
             self._ps_options["bands"] = int(os.environ["MERCURY_BANDS"])
+        # ... and, where the switch ports are strict priority on DSCP, the switch's queues
+        if "dscp_queues" not in self._ps_options and os.environ.get("MERCURY_DSCP_QUEUES"):
+            self._ps_options["dscp_queues"] = int(os.environ["MERCURY_DSCP_QUEUES"])
         self._ps_options["placement"] = placement or os.environ.get("MERCURY_PS_PLACEMENT",
                                                                     DEFAULT_PLACEMENT)
         # a bad mode, placement, job or weight fails here, not at the first step

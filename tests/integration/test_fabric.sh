@@ -65,6 +65,14 @@ for ((i = 0; i < 3; i++)); do
 	[ "$n" -gt "$queues" ] && queues=$n
 done
 check "the switch queued the marked packets by DSCP in several queues ($queues)" "[ $queues -ge 2 ]"
+# Connections by switch queue (run_ps passes --dscp-queues 4): tiny's 6 layers of 13 groups
+# lie in queues 0, 1 and 2 of 4, so even --conns 1 gives one connection per queue, 3.
+run_ps "$out/r.jsonl" mercury-dscp-1 tiny mercury --iters 2 --chunk 10000 --verify --timeout 20 --conns 1
+check "mercury over DSCP ports with --conns 1: one connection per switch queue used (3), every pull matched" \
+	"tail -n1 '$out/r.jsonl' | jq -e '.ok and .tagged and .conns == 3 and (.split_queues | type) == \"number\"' >/dev/null"
+CL_DSCP_CONNS=0 run_ps "$out/r.jsonl" mercury-dscp-off tiny mercury --iters 2 --chunk 10000 --verify --timeout 20 --conns 1
+check "... and with CL_DSCP_CONNS=0 the one connection given" \
+	"tail -n1 '$out/r.jsonl' | jq -e '.ok and .conns == 1' >/dev/null"
 dscp=$(cl_in 0 "$MERCURYD" --pin-root "$CL_PIN/n0" -j status e0 | jq -c '.interfaces[0].dscp // empty')
 check "mercuryd status shows the band-to-DSCP map the cluster gave (${dscp:0:40}...)" "[ -n '$dscp' ]"
 

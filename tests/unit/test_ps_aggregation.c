@@ -52,9 +52,10 @@ void ps_tag_iteration(struct ps_node *n, uint64_t iter, bool begin)
 	marks.last[r] = iter;
 	pthread_mutex_unlock(&marks.mu);
 }
-uint64_t ps_tag_split_sockets(struct ps_node *n)
+uint64_t ps_tag_split_sockets(struct ps_node *n, uint64_t *split_queues)
 {
 	(void)n;
+	*split_queues = 0;
 	return 0;
 }
 int ps_tag_register(struct ps_conn *c)

@@ -38,6 +38,7 @@ struct worker {
 	int external_servers;
 	int inplace; /* mercury_ps_push_inplace: per-layer buffers, nothing copied */
 	enum mercury_ps_placement placement;
+	int dscp_queues;
 	int rc, bad_sums, out_of_order_rc, unpushed_rc, unpushed_ready_rc, not_ready_after_wait;
 	char err[256];
 };
@@ -63,6 +64,7 @@ static void *worker_main(void *arg)
 	o.timeout_s = 10;
 	o.external_servers = w->external_servers;
 	o.placement = w->placement;
+	o.dscp_queues = w->dscp_queues;
 	w->rc = mercury_ps_open(&o, &ps, w->err, sizeof(w->err));
 	if (w->rc) {
 		free(buf);
@@ -125,6 +127,7 @@ static void next_addresses(void)
 
 static int inplace_rank = -1;			      /* this worker pushes in place */
 static enum mercury_ps_placement placement_of[NODES]; /* each rank's placement rule */
+static int dscp_queues_of[NODES];		      /* each rank's switch queues */
 
 static void run_workers(struct worker *w, enum mercury_ps_mode mode, uint64_t rank1_extra,
 			int external_servers)
@@ -138,6 +141,7 @@ static void run_workers(struct worker *w, enum mercury_ps_mode mode, uint64_t ra
 		w[i].external_servers = external_servers;
 		w[i].inplace = i == inplace_rank;
 		w[i].placement = placement_of[i];
+		w[i].dscp_queues = dscp_queues_of[i];
 		for (int j = 0; j < NODES; j++)
 			w[i].hosts[j] = addr[j];
 		memcpy(w[i].params, sizes, sizeof(sizes));
@@ -227,6 +231,26 @@ static void test_sums_with_servers_apart(void **state)
 	}
 }
 
+/* Connections by switch queue (dscp_queues 4 of the default 8 bands: the 4 layers' groups
+ * 0, 1, 3, 4 lie in queues 0, 0, 1, 2, so the 4 connections go 2, 1, 1 to them): the same
+ * sums; a worker whose map differs from its server's is refused at open. */
+static void test_sums_by_switch_queue(void **state)
+{
+	struct worker w[NODES];
+
+	(void)state;
+	dscp_queues_of[0] = dscp_queues_of[1] = 4;
+	run_pair(w, MERCURY_PS_MERCURY, 0);
+	assert_sums_right(w, MERCURY_PS_MERCURY);
+	dscp_queues_of[1] = 0;
+	run_pair(w, MERCURY_PS_MERCURY, 0);
+	for (int i = 0; i < NODES; i++) {
+		assert_int_not_equal(w[i].rc, 0);
+		assert_non_null(strstr(w[i].err, "model layout"));
+	}
+	dscp_queues_of[0] = dscp_queues_of[1] = 0;
+}
+
 static void test_other_model_fails_at_open(void **state)
 {
 	struct worker w[NODES];
@@ -308,6 +332,11 @@ static void test_job_options(void **state)
 	o.job_band = 6; /* 8 bands: job bands 0..5 */
 	assert_int_equal(mercury_ps_open(&o, &ps, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "0..5"));
+	o.job_band = -1;
+	o.dscp_queues = 17;
+	assert_int_equal(mercury_ps_open(&o, &ps, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "dscp_queues 17"));
+	o.dscp_queues = 0;
 
 	o.sz = offsetof(struct mercury_ps_options, job);
 	o.job = 0;
@@ -354,6 +383,7 @@ int main(void)
 	    cmocka_unit_test(test_sums_in_place),
 	    cmocka_unit_test(test_sums_with_servers_apart),
 	    cmocka_unit_test(test_other_model_fails_at_open),
+	    cmocka_unit_test(test_sums_by_switch_queue),
 	    cmocka_unit_test(test_placement_agreed_at_open),
 	    cmocka_unit_test(test_bad_options),
 	    cmocka_unit_test(test_options_size),

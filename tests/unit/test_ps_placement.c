@@ -5,10 +5,13 @@
 #include <setjmp.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <errno.h>
 #include <math.h>
 
 #include "ideal.h"
 #include "placement.h"
+#include "ps.h"
+#include "mercury_groups.h"
 
 static void test_big_arrays_split_evenly(void **state)
 {
@@ -198,6 +201,140 @@ static void test_connections_never_span_two_groups(void **state)
 	assert_int_equal(t[11], 1);
 }
 
+/* The switch queue of layer l's bytes: its group's band, that band's queue. */
+static int queue_of_layer(int l, int nlayers, int nbands, const int *qb)
+{
+	return qb[mercury_layer_group((uint32_t)l, (uint32_t)nlayers,
+				      mercury_current_groups((unsigned)nbands))];
+}
+
+/* What every queue-aware map must hold: each connection carries one switch queue (the one it
+ * reports), every connection of 0..used-1 carries a layer, the input side on the lowest. */
+static void check_one_queue_per_conn(int nlayers, int nbands, const int *qb, const int *conn_of,
+				     const int *qc, int used)
+{
+	int seen[PS_MAX_CONNS] = {0};
+
+	assert_true(used >= 1 && used <= PS_MAX_CONNS);
+	for (int l = 0; l < nlayers; l++) {
+		assert_true(conn_of[l] >= 0 && conn_of[l] < used);
+		assert_int_equal(qc[conn_of[l]], queue_of_layer(l, nlayers, nbands, qb));
+		seen[conn_of[l]] = 1;
+		if (l > 0)
+			assert_true(conn_of[l] >= conn_of[l - 1]);
+	}
+	for (int k = 0; k < used; k++)
+		assert_true(seen[k]);
+	assert_int_equal(conn_of[0], 0);
+}
+
+static void test_band_queues_even(void **state)
+{
+	(void)state;
+	int qb[15];
+
+	/* cluster/lib.sh cl_queue_of: 15 bands on 8 queues, b * 8 / 15 */
+	ps_band_queues_even(15, 8, qb);
+	int want8[15] = {0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7};
+	for (int b = 0; b < 15; b++)
+		assert_int_equal(qb[b], want8[b]);
+	ps_band_queues_even(15, 4, qb);
+	int want4[15] = {0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3};
+	for (int b = 0; b < 15; b++)
+		assert_int_equal(qb[b], want4[b]);
+	ps_band_queues_even(15, 1, qb);
+	for (int b = 0; b < 15; b++)
+		assert_int_equal(qb[b], 0);
+}
+
+static void test_map_connections_queues_resnet50(void **state)
+{
+	(void)state;
+	int qb[15], conn_of[54], qc[PS_MAX_CONNS];
+
+	/* ResNet-50 (54 layers), 15 bands (13 current groups), 8 switch queues: the groups fall in
+	 * queues 0..6 (band 13, the next iteration, shares queue 6 with group 12; band 14 is
+	 * queue 7): the default 4 connections become one per queue, 7. */
+	ps_band_queues_even(15, 8, qb);
+	int used = ps_map_connections_queues(54, 4, 15, qb, conn_of, qc);
+	assert_int_equal(used, 7);
+	check_one_queue_per_conn(54, 15, qb, conn_of, qc, used);
+	for (int k = 0; k < used; k++)
+		assert_int_equal(qc[k], k);
+	/* layers 0..8 are groups 0 and 1 (l * 13 / 54 < 2): both in queue 0, one socket */
+	for (int l = 0; l < 54; l++)
+		assert_int_equal(conn_of[l] == 0, l * 13 / 54 < 2);
+
+	/* 4 queues: the 13 groups fall in 4 queues, so 4 connections (one per queue) */
+	ps_band_queues_even(15, 4, qb);
+	used = ps_map_connections_queues(54, 4, 15, qb, conn_of, qc);
+	assert_int_equal(used, 4);
+	check_one_queue_per_conn(54, 15, qb, conn_of, qc, used);
+
+	/* 16 connections on 8 queues: 16 / 7 = 2 each, the first 2 queues 3; a queue with a
+	 * socket per group or more never has a socket span two groups. */
+	ps_band_queues_even(15, 8, qb);
+	used = ps_map_connections_queues(54, 16, 15, qb, conn_of, qc);
+	assert_int_equal(used, 16);
+	check_one_queue_per_conn(54, 15, qb, conn_of, qc, used);
+	int per_queue[8] = {0};
+	for (int k = 0; k < used; k++)
+		per_queue[qc[k]]++;
+	int want[8] = {3, 3, 2, 2, 2, 2, 2, 0};
+	for (int q = 0; q < 8; q++)
+		assert_int_equal(per_queue[q], want[q]);
+	for (int l = 1; l < 54; l++)
+		if (l * 13 / 54 != (l - 1) * 13 / 54)
+			assert_true(conn_of[l] != conn_of[l - 1]);
+}
+
+static void test_map_connections_queues_default_dscp(void **state)
+{
+	(void)state;
+	/* mercuryd's `--dscp default` on 8 bands: bands 0..3 CS5..CS2, bands 4.. CS0, each
+	 * class a queue of its own: groups 4 and 5 (of 6) share the CS0 queue and its socket. */
+	int qb[8] = {5, 4, 3, 2, 0, 0, 0, 0}, conn_of[16], qc[PS_MAX_CONNS];
+	int used = ps_map_connections_queues(16, 4, 8, qb, conn_of, qc);
+
+	assert_int_equal(used, 5);
+	check_one_queue_per_conn(16, 8, qb, conn_of, qc, used);
+	assert_int_equal(qc[0], 5);
+	assert_int_equal(qc[4], 0);
+	/* as many queues as groups: the same as a socket per group */
+	int ident[8] = {0, 1, 2, 3, 4, 5, 6, 7}, a[16], b[16];
+	assert_int_equal(ps_map_connections_queues(16, 6, 8, ident, a, qc), 6);
+	assert_int_equal(ps_map_connections(16, 6, 6, b), 6);
+	for (int l = 0; l < 16; l++)
+		assert_int_equal(a[l], b[l]);
+	/* one queue: every layer shares it, the layers spread over the connections in order */
+	int one[8] = {0};
+	assert_int_equal(ps_map_connections_queues(16, 4, 8, one, a, qc), 4);
+	check_one_queue_per_conn(16, 8, one, a, qc, 4);
+}
+
+static void test_map_connections_queues_edges(void **state)
+{
+	(void)state;
+	int qb[16], conn_of[3], qc[PS_MAX_CONNS];
+
+	/* 3 layers, 15 bands: groups 0, 4 and 8 -> queues 0, 2, 4 on 8 queues: one socket each
+	 * (never more sockets than layers) */
+	ps_band_queues_even(15, 8, qb);
+	assert_int_equal(ps_map_connections_queues(3, 4, 15, qb, conn_of, qc), 3);
+	check_one_queue_per_conn(3, 15, qb, conn_of, qc, 3);
+	assert_int_equal(qc[1], 2);
+	assert_int_equal(qc[2], 4);
+	/* no queue pointer wanted */
+	assert_int_equal(ps_map_connections_queues(3, 1, 15, qb, conn_of, NULL), 3);
+	/* bad input */
+	assert_int_equal(ps_map_connections_queues(0, 4, 15, qb, conn_of, qc), -EINVAL);
+	assert_int_equal(ps_map_connections_queues(3, 0, 15, qb, conn_of, qc), -EINVAL);
+	assert_int_equal(ps_map_connections_queues(3, 4, 1, qb, conn_of, qc), -EINVAL);
+	assert_int_equal(ps_map_connections_queues(3, 4, 17, qb, conn_of, qc), -EINVAL);
+	qb[4] = -1;
+	assert_int_equal(ps_map_connections_queues(3, 4, 15, qb, conn_of, qc), -EINVAL);
+}
+
 static void test_ideal_no_comm_is_compute(void **state)
 {
 	(void)state;
@@ -289,6 +426,10 @@ int main(void)
 	    cmocka_unit_test(test_ideal_slowest_node_decides),
 	    cmocka_unit_test(test_uplink_bytes_cross_racks_only),
 	    cmocka_unit_test(test_ideal_slow_uplink_decides),
+	    cmocka_unit_test(test_band_queues_even),
+	    cmocka_unit_test(test_map_connections_queues_resnet50),
+	    cmocka_unit_test(test_map_connections_queues_default_dscp),
+	    cmocka_unit_test(test_map_connections_queues_edges),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
