@@ -6,6 +6,15 @@
 . "$(dirname "$0")/lib.sh"
 
 quiet() { "$@" >/dev/null; }
+# The fast path goes on a cgroup of this test's own: at the hierarchy's root it would answer
+# the tag calls of every other process on the machine (other tests' too) while attached.
+cg_root=$(cgroup2_mount)
+cg=${cg_root:+$cg_root/${PFX}da}
+cleanup_cgroup() {
+	cleanup
+	[ -n "$cg" ] && [ -d "$cg" ] && rmdir "$cg" 2>/dev/null
+}
+trap cleanup_cgroup EXIT INT TERM
 
 setup_pair || { fail "namespace setup"; finish; }
 ip link add vc netns "$NS_S" type veth peer name vd netns "$NS_R" && in_s ip link set vc up &&
@@ -17,7 +26,7 @@ before_va=$(in_s tc -j qdisc show dev va root | jq -c '[.[] | .kind]')
 check "attach va (htb)" quiet mercuryd_s attach va --qdisc htb --rate ${RATE_MBIT}mbit
 check "attach vc over its tbf (--force)" quiet mercuryd_s attach vc --qdisc htb --rate 100mbit --force
 fp_id=
-mercuryd_s fastpath attach >/dev/null 2>&1 && fp_id=$(mercuryd_s -j status | jq -r '.fastpath.prog_id // empty')
+[ -n "$cg" ] && mkdir -p "$cg" && mercuryd_s fastpath attach --cgroup "$cg" >/dev/null 2>&1 && fp_id=$(mercuryd_s -j status | jq -r '.fastpath.prog_id // empty')
 check "two interfaces attached" test "$(mercuryd_s -j status | jq '.interfaces | length')" -eq 2
 
 out=$(mercuryd_s detach --all -j)
