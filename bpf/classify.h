@@ -52,6 +52,85 @@ static __always_inline bool mercury_begin(struct __sk_buff *skb, struct mercury_
 	return true;
 }
 
+#define MERCURY_F_KEPT	    1u /* the order guard kept the socket's previous band */
+#define MERCURY_F_RELEASED  2u /* ... or let it go, its time bound passed */
+#define MERCURY_F_MARKED    4u /* DSCP written */
+#define MERCURY_F_DKEPT	    8u /* the fabric guard kept the previous DSCP */
+#define MERCURY_F_DRELEASED 16u
+
+/*
+ * The order guard: a packet that would overtake its own socket's earlier packets (a more
+ * urgent band while they still wait in a less urgent one) is a reordered TCP stream to the
+ * receiver, taken for loss. It keeps the previous band until they have left, but no longer
+ * than cfg.order_guard_us from the first packet it held: a band below busy traffic may drain
+ * only at its guaranteed rate, and a socket that writes continuously always has packets there
+ * (TSQ refills its queue as each leaves), so without the bound it would never move up. Past
+ * the bound it moves, reordering at most the bytes it has queued, once. Returns the band.
+ */
+static __always_inline __u64 mercury_order_guard(struct __sk_buff *skb,
+						 const struct mercury_iface_cfg *conf,
+						 const struct mercury_sock_view *v,
+						 struct mercury_sock_stats *ss, __u64 band,
+						 __u64 last, __u32 *flags)
+{
+	__u64 prev = ss->last_band;
+	__u32 since = ss->guard_since_us, now_us;
+
+	if (prev && band + 1 < prev && prev <= last + 1 && mercury_sock_queued(skb, v)) {
+		now_us = (__u32)(bpf_ktime_get_ns() / 1000) | 1;
+		if (!since) {
+			since = now_us;
+			*flags |= MERCURY_F_KEPT;
+		} else if (!conf->order_guard_us || now_us - since < conf->order_guard_us) {
+			*flags |= MERCURY_F_KEPT;
+		} else {
+			since = 0;
+			*flags |= MERCURY_F_RELEASED;
+		}
+		if (*flags & MERCURY_F_KEPT)
+			band = prev - 1;
+	} else {
+		since = 0;
+	}
+	ss->guard_since_us = since;
+	ss->last_band = (__u32)band + 1;
+	return band;
+}
+
+static __always_inline void mercury_add(struct mercury_counter *k, __u64 len)
+{
+	k->packets++;
+	k->bytes += len;
+}
+
+/* The interface's per-CPU counters (plain adds are safe) and the socket's own. */
+static __always_inline void mercury_count(struct mercury_sock_stats *ss, __u64 band, __u64 outcome,
+					  __u64 len, __u32 flags)
+{
+	__u32 zero = 0;
+	struct mercury_stats *st = bpf_map_lookup_elem(&stats, &zero);
+
+	if (st) {
+		mercury_add(&st->band[band], len);
+		if (outcome < MERCURY_OUT_MAX)
+			mercury_add(&st->outcome[outcome], len);
+		if (flags & MERCURY_F_KEPT)
+			mercury_add(&st->order_kept, len);
+		if (flags & MERCURY_F_RELEASED)
+			mercury_add(&st->order_released, len);
+		if (flags & MERCURY_F_MARKED)
+			mercury_add(&st->dscp_marked, len);
+		if (flags & MERCURY_F_DKEPT)
+			mercury_add(&st->dscp_kept, len);
+		else if (flags & MERCURY_F_DRELEASED)
+			mercury_add(&st->dscp_released, len);
+	}
+	if (ss) {
+		__sync_fetch_and_add(&ss->packets[band], 1);
+		__sync_fetch_and_add(&ss->bytes[band], len);
+	}
+}
+
 /*
  * Decides, sets skb->priority and counts. v is only read when c->outcome needs a socket.
  * Bands and limits are read from cfg here rather than carried through the search: fewer live
@@ -62,11 +141,8 @@ static __always_inline int mercury_finish(struct __sk_buff *skb, struct mercury_
 {
 	const struct mercury_iface_cfg *conf = c->cfg;
 	struct mercury_sock_stats *ss = NULL;
-	__u64 outcome = c->outcome, band = conf->default_band, last, len;
-	__u32 share = 0;
-	struct mercury_stats *st;
-	bool kept = false, released = false, marked = false;
-	__u32 zero = 0, dguard = 0;
+	__u64 outcome = c->outcome, band = conf->default_band, last;
+	__u32 share = 0, flags = 0, dguard = 0;
 
 	if (outcome == MERCURY_NEEDS_SOCK) {
 		outcome = mercury_decide(c, v, &band, &share);
@@ -77,37 +153,8 @@ static __always_inline int mercury_finish(struct __sk_buff *skb, struct mercury_
 		last = MERCURY_MAX_BANDS - 1;
 	if (band > last)
 		band = last;
-	if (ss) {
-		/* The order guard: a packet that would overtake its own socket's earlier packets
-		 * (a more urgent band while they still wait in a less urgent one) is a reordered
-		 * TCP stream to the receiver, taken for loss. It keeps the previous band until
-		 * they have left, but no longer than cfg.order_guard_us from the first packet it
-		 * held: a band below busy traffic may drain only at its guaranteed rate, and a
-		 * socket that writes continuously always has packets there (TSQ refills its queue
-		 * as each leaves), so without the bound it would never move up. Past the bound it
-		 * moves, reordering at most the bytes it has queued, once. */
-		__u64 prev = ss->last_band;
-		__u32 since = ss->guard_since_us, now_us;
-
-		if (prev && band + 1 < prev && prev <= last + 1 && mercury_sock_queued(skb, v)) {
-			now_us = (__u32)(bpf_ktime_get_ns() / 1000) | 1;
-			if (!since) {
-				since = now_us;
-				kept = true;
-			} else if (!conf->order_guard_us || now_us - since < conf->order_guard_us) {
-				kept = true;
-			} else {
-				since = 0;
-				released = true;
-			}
-			if (kept)
-				band = prev - 1;
-		} else {
-			since = 0;
-		}
-		ss->guard_since_us = since;
-		ss->last_band = (__u32)band + 1;
-	}
+	if (ss)
+		band = mercury_order_guard(skb, conf, v, ss, band, last, &flags);
 	/* clang drops the mask as redundant after the clamp, but older verifiers (6.1) cannot
 	 * follow a register-to-register clamp: keep the mask they can. */
 	barrier_var(band);
@@ -125,48 +172,18 @@ static __always_inline int mercury_finish(struct __sk_buff *skb, struct mercury_
 		if (ss && conf->dscp_guard)
 			dband = mercury_dscp_guard(conf, v, ss, band, last, &dguard);
 		barrier_var(dband);
-		marked =
-		    mercury_set_dscp(skb, c, conf->dscp[dband & (MERCURY_MAX_BANDS - 1)] & 0x3f);
+		if (mercury_set_dscp(skb, c, conf->dscp[dband & (MERCURY_MAX_BANDS - 1)] & 0x3f))
+			flags |= MERCURY_F_MARKED;
 	}
 	/* The fabric guard's high-water mark: every payload packet of the socket, marked or not
 	 * (set outright until a packet was marked, then only forward). */
 	if (ss && conf->dscp_guard && (!ss->dscp_band || (__s32)(c->end_seq - ss->dscp_end) > 0))
 		ss->dscp_end = c->end_seq;
-
-	len = skb->len;
-	st = bpf_map_lookup_elem(&stats, &zero);
-	if (st) {
-		/* per-CPU value: plain adds are safe */
-		st->band[band].packets++;
-		st->band[band].bytes += len;
-		if (outcome < MERCURY_OUT_MAX) {
-			st->outcome[outcome].packets++;
-			st->outcome[outcome].bytes += len;
-		}
-		if (kept) {
-			st->order_kept.packets++;
-			st->order_kept.bytes += len;
-		}
-		if (released) {
-			st->order_released.packets++;
-			st->order_released.bytes += len;
-		}
-		if (marked) {
-			st->dscp_marked.packets++;
-			st->dscp_marked.bytes += len;
-		}
-		if (dguard == MERCURY_DSCP_KEPT) {
-			st->dscp_kept.packets++;
-			st->dscp_kept.bytes += len;
-		} else if (dguard == MERCURY_DSCP_RELEASED) {
-			st->dscp_released.packets++;
-			st->dscp_released.bytes += len;
-		}
-	}
-	if (ss) {
-		__sync_fetch_and_add(&ss->packets[band], 1);
-		__sync_fetch_and_add(&ss->bytes[band], len);
-	}
+	if (dguard == MERCURY_DSCP_KEPT)
+		flags |= MERCURY_F_DKEPT;
+	else if (dguard == MERCURY_DSCP_RELEASED)
+		flags |= MERCURY_F_DRELEASED;
+	mercury_count(ss, band, outcome, skb->len, flags);
 	return TC_ACT_UNSPEC;
 }
 

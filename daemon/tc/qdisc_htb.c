@@ -225,7 +225,8 @@ static int share_classes(struct qdisc_ctx *c, uint32_t major, uint64_t rate, uns
 			 create ? "creating" : "changing", major >> 16, k.handle & 0xffffu);
 		rc = set_htb_class(c, &k, flags, what);
 		/* A job's own bands keep the priority rule's guarantee (what bounds a level rise),
-		 * within half of the job's assured rate; only the root's leaves are held to R/64. */
+		 * within half of the job's assured rate; only the root's leaves are held to R/64.
+		 */
 		leaf_rate = htb_leaf_rate(rate, nbands, MERCURY_POLICY_PRIORITY);
 		if (leaf_rate > assured[slot] / (2 * nbands))
 			leaf_rate = assured[slot] / (2 * nbands);
