@@ -9,7 +9,7 @@ the start of a line."""
 import os
 import sys
 
-SKIP = {"tests", "vmlinux", "build", "build-asan", ".git"}
+SKIP = {"tests", "vmlinux", ".git"}  # and build/, build-*/ (generated; .gitignore's)
 
 
 def functions(path):
@@ -31,7 +31,8 @@ def main():
     limit, root, dirs = int(sys.argv[1]), sys.argv[2], sys.argv[3:]
     if not dirs:
         dirs = sorted(d for d in os.listdir(root)
-                      if os.path.isdir(os.path.join(root, d)) and d not in SKIP)
+                      if os.path.isdir(os.path.join(root, d)) and d not in SKIP
+                      and d != "build" and not d.startswith("build-"))
     long_ones, count = [], 0
     for d in dirs:
         for base, subdirs, files in os.walk(os.path.join(root, d)):
