@@ -19,10 +19,10 @@
 #                   (mercury-ps --job-band)
 #     mercury       Mercury, equal weights (--job 1 --weight 1, --job 2 --weight 1)
 #     mercury-2to1  Mercury, the first job weight 2, the second weight 1, job policy share
-#                   (mercuryd attach's default on htb: each job its own htb class, assured
+#                   (mercuryd attach --job-policy share: each job its own htb class, assured
 #                   rate in proportion to its weight, layer priority inside it)
-#     mercury-2to1-prio  the same weights under the priority rule (before: the lighter job
-#                   one band lower; mercuryd attach --job-policy priority on every node)
+#     mercury-2to1-prio  the same weights under the priority rule (mercuryd's default: the
+#                   lighter job one band lower; mercuryd attach --job-policy priority)
 # Every setting but mercury-2to1-prio runs under the job policy share; the nodes are
 # re-attached (--force) when the policy changes between cells.
 # Then the bulk case (the first pair): the same modes with a fixed-size bulk transfer
