@@ -37,8 +37,15 @@
 # the whole measured window; multijob_report.py measures each job only over the overlap of
 # the two runs (per-iteration forward-pass ends, fp_end, on one clock).
 #
+# Mercury's window bound is halved for two jobs (--rcvbuf B, default 8192 bytes: mercury-ps's
+# 16 KiB divided by the jobs that share the links), the rule of docs/fabric.md (window x
+# connections x (N - 1) x jobs <= the port buffer): measured 2026-12-06, with 16 KiB each
+# the share-policy cells put both jobs' windows on the switch ports at once and lost 7-8k
+# packets and 140-150 timeouts a run, against 400 and 7 under the priority rule.
+#
 # Usage: cluster/multijob.sh [--pairs "a+b c+d"] [--nodes N] [--repeat N] [--iters N]
-#        [--shrink K] [--bulk-mb M] [--bulk-band last|0] [--no-bulk] [--quick] [--out DIR]
+#        [--shrink K] [--bulk-mb M] [--bulk-band last|0] [--no-bulk] [--rcvbuf B] [--quick]
+#        [--out DIR]
 # A smoke of the script itself (about a minute): --pairs tiny+tiny --nodes 2 --shrink 1
 # --repeat 1 --iters 3 --bulk-mb 20
 set -uo pipefail
@@ -49,7 +56,7 @@ export CL_BANDS=${CL_BANDS:-8}
 . "$here/lib.sh"
 
 PAIRS="resnet50+vgg16 bert_base+inception3" NODES=4 REPEAT=3 ITERS=8 SCALE=25 K=8 MARGIN=1.5
-BULK=1 BULK_MB=200 BULK_BAND=last OUT=${OUT:-$CL_ROOT/build/bench-multijob}
+BULK=1 BULK_MB=200 BULK_BAND=last RCVBUF=8192 OUT=${OUT:-$CL_ROOT/build/bench-multijob}
 SETTINGS="fifo partition jobprio mercury mercury-2to1 mercury-2to1-prio"
 # ByteScheduler's best (P, C) per model alone, MXNet placement (cluster/RESULTS.md, issue 17)
 TUNED=${TUNED:-"resnet50:125000:2000000 vgg16:500000:8000000 alexnet:125000:2000000 inception3:125000:500000 bert_base:125000:2000000"}
@@ -63,6 +70,7 @@ while [ $# -gt 0 ]; do
 	--bulk-mb) BULK_MB=$2; shift ;;
 	--bulk-band) BULK_BAND=$2; shift ;;
 	--no-bulk) BULK=0 ;;
+	--rcvbuf) RCVBUF=$2; shift ;;
 	--quick) PAIRS=resnet50+vgg16 REPEAT=1 ITERS=3 BULK_MB=50 ;;
 	--out) OUT=$2; shift ;;
 	-h | --help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
@@ -70,7 +78,7 @@ while [ $# -gt 0 ]; do
 	esac
 	shift
 done
-for v in REPEAT ITERS NODES BULK_MB K; do
+for v in REPEAT ITERS NODES BULK_MB K RCVBUF; do
 	[[ ${!v} =~ ^[1-9][0-9]*$ ]] || { echo "bench-multijob: --${v,,} takes a count >= 1" >&2; exit 2; }
 done
 case $BULK_BAND in last | 0) ;; *) echo "bench-multijob: --bulk-band is last or 0" >&2; exit 2 ;; esac
@@ -99,8 +107,8 @@ args_of() {
 	fifo) ;;
 	partition) a+=" $(tuned_of "$m")" ;;
 	jobprio) a+=" --job-band $j" ;;
-	mercury) a+=" --weight 1" ;;
-	mercury-2to1 | mercury-2to1-prio) a+=" --weight $((j == 0 ? 2 : 1))" ;;
+	mercury) a+=" --weight 1 --rcvbuf $RCVBUF" ;;
+	mercury-2to1 | mercury-2to1-prio) a+=" --weight $((j == 0 ? 2 : 1)) --rcvbuf $RCVBUF" ;;
 	esac
 	echo "$a"
 }
