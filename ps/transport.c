@@ -149,6 +149,14 @@ static int on_order(struct ps_conn *c, const struct ps_msg_hdr *h)
 			  0);
 }
 
+/* The next message's header: 0, -EPROTO when it is not ours, or ps_read_full's error. */
+static int read_msg_hdr(int fd, struct ps_msg_hdr *h)
+{
+	int r = ps_read_full(fd, h, sizeof(*h));
+
+	return r ? r : h->magic == PS_MAGIC ? 0 : -EPROTO;
+}
+
 static void *server_rx(void *arg)
 {
 	struct ps_conn *c = arg;
@@ -157,13 +165,8 @@ static void *server_rx(void *arg)
 	int r = 0;
 
 	for (;;) {
-		r = ps_read_full(c->fd, &h, sizeof(h));
-		if (r)
+		if ((r = read_msg_hdr(c->fd, &h)))
 			break;
-		if (h.magic != PS_MAGIC) {
-			r = -EPROTO;
-			break;
-		}
 		if (h.type == PS_MSG_PUSH)
 			r = ps_server_take_push(n, c, c->peer, &h, NULL);
 		else if (h.type == PS_MSG_ORDER)
@@ -212,13 +215,8 @@ static void *worker_rx(void *arg)
 	int r;
 
 	for (;;) {
-		r = ps_read_full(c->fd, &h, sizeof(h));
-		if (r)
+		if ((r = read_msg_hdr(c->fd, &h)))
 			break;
-		if (h.magic != PS_MAGIC) {
-			r = -EPROTO;
-			break;
-		}
 		if (h.type == PS_MSG_READY) {
 			pthread_mutex_lock(&n->mu);
 			n->transport->readies++;
