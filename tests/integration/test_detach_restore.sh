@@ -19,7 +19,7 @@ check "root qdisc is Mercury's htb" test "$(in_s tc -j qdisc show dev va root | 
 check "bpftool shows cfg fields by name" sh -c "bpftool map dump pinned '$PIN_ROOT/va/cfg' | grep -q skb_priority"
 check "bpftool shows attach_state fields" sh -c "bpftool map dump pinned '$PIN_ROOT/va/attach_state' | grep -q qdisc_handle"
 out=$(mercuryd_s attach va --qdisc htb --rate 100mbit 2>&1)
-check "second identical attach is a no-op" sh -c "echo '$out' | grep -q 'already attached'"
+check "second identical attach is a no-op" sh -c "echo \"\$1\" | grep -q 'already attached'" _ "$out"
 out=$(mercuryd_s attach va --qdisc htb --bands 4 --rate 100mbit 2>&1)
 check "re-attach without --force is refused with a reason" sh -c "echo \"\$1\" | grep -q 'already attached'" _ "$out"
 check "re-attach with --force changes the bands" mercuryd_s attach va --qdisc htb --bands 4 --rate 100mbit --force
