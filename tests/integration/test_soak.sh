@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-2-Clause
-# The short soak (bench/soak.sh; `make soak` is the long one): 4000 iterations of the tiny
+# The short soak (bench/soak.sh; `make soak` is the long one): 6000 iterations of the tiny
 # model on 2 nodes (about 80 s here), the tags alternating between the fast path and the
 # service every 5 s, node 1's mercuryd serve restarted every 15 s (SIGTERM and SIGKILL in
 # turn) and its interface re-attached every 20 s, a sample every 5 s. Fails when any
@@ -13,7 +13,7 @@ set -uo pipefail
 root=${MERCURY_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 out=$(mktemp -d "${TMPDIR:-/tmp}/test_soak.$$.XXXXXX")
 trap 'rm -rf "$out"' EXIT
-bash "$root/bench/soak.sh" --iters "${SOAK_ITERS:-4000}" --shrink 10 --time-scale 0.2 \
+bash "$root/bench/soak.sh" --iters "${SOAK_ITERS:-6000}" --shrink 10 --time-scale 0.2 \
 	--interval 5 --warmup 20 --restart-every 3 --reattach-every 4 --max-seconds 300 \
 	--canary --out "$out"
 rc=$?
