@@ -283,15 +283,13 @@ static bool someone_listens(const struct sockaddr_un *addr)
 	return live;
 }
 
-static int open_listener(struct service *s, const char *path, const char *group, char *err,
-			 size_t errlen)
+/* The socket path fits a sockaddr_un and its directory exists (made if missing). 0, or a
+ * negative errno with err set. */
+static int socket_dir_ready(const char *path, char *err, size_t errlen)
 {
-	struct sockaddr_un addr = {.sun_family = AF_UNIX};
-	char dir[PATH_MAX];
-	struct group *gr;
-	char *slash;
+	char dir[PATH_MAX], *slash;
 
-	if (strlen(path) >= sizeof(addr.sun_path)) {
+	if (strlen(path) >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
 		snprintf(err, errlen, "socket path %s is too long", path);
 		return -ENAMETOOLONG;
 	}
@@ -304,6 +302,18 @@ static int open_listener(struct service *s, const char *path, const char *group,
 			return -errno;
 		}
 	}
+	return 0;
+}
+
+static int open_listener(struct service *s, const char *path, const char *group, char *err,
+			 size_t errlen)
+{
+	struct sockaddr_un addr = {.sun_family = AF_UNIX};
+	struct group *gr;
+	int r;
+
+	if ((r = socket_dir_ready(path, err, errlen)))
+		return r;
 	gr = getgrnam(group);
 	if (gr) {
 		s->group = gr->gr_gid;
@@ -327,8 +337,7 @@ static int open_listener(struct service *s, const char *path, const char *group,
 	s->bound = bind(s->listen_fd, (struct sockaddr *)&addr, sizeof(addr)) == 0;
 	if (!s->bound || (s->have_group && chown(path, 0, s->group)) || chmod(path, 0660) ||
 	    listen(s->listen_fd, SOMAXCONN)) {
-		int r = -errno;
-
+		r = -errno;
 		snprintf(err, errlen, "cannot listen on %s: %s", path, strerror(-r));
 		return r;
 	}
@@ -468,9 +477,11 @@ int serve_run(const struct serve_config *cfg, char *err, size_t errlen)
 		s.clients[i].fd = -1;
 	for (int i = 0; i < GM_COUNT; i++)
 		s.maps[i].fd = -1;
-	/* The listener first: a socket path that cannot be served leaves no pins behind. Clients
-	 * that connect meanwhile wait in the backlog until the loop runs. */
-	if (start(&s, cfg, err, errlen) || open_maps(&s, err, errlen)) {
+	/* The socket's directory first: a path that cannot be served leaves no pins behind. The
+	 * listener itself comes after the maps, so that a client never finds the socket before
+	 * the daemon can answer it. */
+	if (socket_dir_ready(cfg->socket_path, err, errlen) || open_maps(&s, err, errlen) ||
+	    start(&s, cfg, err, errlen)) {
 		stop(&s, cfg->socket_path);
 		return -1;
 	}
