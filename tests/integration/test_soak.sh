@@ -10,6 +10,8 @@
 # pulls, error lines in the logs). A canary process that leaks runs beside it and must be
 # seen growing in the same run: the check is shown able to fail under this run's noise.
 set -uo pipefail
+[ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root (namespaces)"; exit 77; }
+[ -x /usr/bin/python3 ] || { echo "SKIP: needs /usr/bin/python3 (soak_report.py)"; exit 77; }
 root=${MERCURY_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 out=$(mktemp -d "${TMPDIR:-/tmp}/test_soak.$$.XXXXXX")
 trap 'rm -rf "$out"' EXIT
