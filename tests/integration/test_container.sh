@@ -53,7 +53,10 @@ for _ in $(seq 1 100); do
 done
 check "the container attached va (health ok)" test "$(mercuryd_s -j status va | jq -r '.interfaces[0].health')" = ok
 check "... with htb, 4 bands" test "$(in_s tc -j qdisc show dev va root | jq -r '.[0].kind')" = htb
-check "the container is running, serving" sh -c "podman --runtime /usr/sbin/runc logs $ctr 2>&1 | grep -q 'serving events'"
+# serve starts after the attach (and the fast path): give its first line up to 10 s
+serving() { podman --runtime /usr/sbin/runc logs "$ctr" 2>&1 | grep -q 'serving events'; }
+for _ in $(seq 1 100); do serving && break; sleep 0.1; done
+check "the container is running, serving" serving
 
 # A flow an admin tags level 0 (host mercuryd, the same pins): its packets land in band 0.
 in_r iperf3 -s -D -1 -p 5301 >/dev/null 2>&1
