@@ -83,7 +83,12 @@ wait "$launch"
 rc=$?
 check "rank 1 killed: rank 0 stopped ${took} s later (< 10 s, its timeout)" "lt $took 10"
 check "rank 1 killed: the run failed (exit $rc)" "[ $rc -ne 0 ]"
-msg=$(grep -ho "waiting for layer [0-9]*'s aggregate of iteration [0-9]*: .*" "$d/node0.log" | head -n 1)
+# the launcher's copy of rank 0's output may land after the launcher exits: up to 2 s
+for ((i = 0; i < 40; i++)); do
+	msg=$(grep -ho "waiting for layer [0-9]*'s aggregate of iteration [0-9]*: .*" "$d/node0.log" | head -n 1)
+	[ -n "$msg" ] && break
+	sleep 0.05
+done
 check "rank 1 killed: rank 0 names the layer and the lost rank ($msg)" \
 	"[[ \"\$msg\" =~ (worker|server|node)\ 1\  ]]"
 
