@@ -83,9 +83,10 @@ wait "$launch"
 rc=$?
 check "rank 1 killed: rank 0 stopped ${took} s later (< 10 s, its timeout)" "lt $took 10"
 check "rank 1 killed: the run failed (exit $rc)" "[ $rc -ne 0 ]"
-# the launcher's copy of rank 0's output may land after the launcher exits: up to 2 s
+# rank 0's message: in the launcher's copy of its output (node0.log) or the per-rank logs,
+# which can land after the launcher exits: look for up to 2 s
 for ((i = 0; i < 40; i++)); do
-	msg=$(grep -ho "waiting for layer [0-9]*'s aggregate of iteration [0-9]*: .*" "$d/node0.log" | head -n 1)
+	msg=$(grep -ho "waiting for layer [0-9]*'s aggregate of iteration [0-9]*: .*" -r "$d" --include='*.log' | head -n 1)
 	[ -n "$msg" ] && break
 	sleep 0.05
 done
