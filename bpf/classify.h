@@ -143,6 +143,7 @@ static __always_inline int mercury_finish(struct __sk_buff *skb, struct mercury_
 	struct mercury_sock_stats *ss = NULL;
 	__u64 outcome = c->outcome, band = conf->default_band, last;
 	__u32 share = 0, flags = 0, dguard = 0;
+	bool dscp_fresh;
 
 	if (outcome == MERCURY_NEEDS_SOCK) {
 		outcome = mercury_decide(c, v, &band, &share);
@@ -164,6 +165,10 @@ static __always_inline int mercury_finish(struct __sk_buff *skb, struct mercury_
 		    conf->skb_priority_share[(share - 1) & (MERCURY_SHARE_SLOTS - 1)][band];
 	else
 		skb->priority = conf->skb_priority[band];
+	/* Whether the fabric guard has marked for this socket yet, read before the guard
+	 * records this packet's band: until then the high-water mark is taken as it comes
+	 * (an ISN in the upper half of sequence space is not "behind" 0). */
+	dscp_fresh = ss && !ss->dscp_band;
 	/* DSCP export: tagged packets only (their band, kept or not, or the fabric guard's);
 	 * others keep theirs. */
 	if (conf->dscp_on && outcome == MERCURY_OUT_TAGGED) {
@@ -177,7 +182,7 @@ static __always_inline int mercury_finish(struct __sk_buff *skb, struct mercury_
 	}
 	/* The fabric guard's high-water mark: every payload packet of the socket, marked or not
 	 * (set outright until a packet was marked, then only forward). */
-	if (ss && conf->dscp_guard && (!ss->dscp_band || (__s32)(c->end_seq - ss->dscp_end) > 0))
+	if (ss && conf->dscp_guard && (dscp_fresh || (__s32)(c->end_seq - ss->dscp_end) > 0))
 		ss->dscp_end = c->end_seq;
 	if (dguard == MERCURY_DSCP_KEPT)
 		flags |= MERCURY_F_DKEPT;

@@ -1373,6 +1373,46 @@ static void test_dscp_fabric_guard(void **state)
 	set_sock_stats(&(struct mercury_sock_stats){0});
 }
 
+/*
+ * The fabric guard on a socket whose sequence numbers lie in the upper half of the space (half
+ * of all ISNs): its first packet sets the high-water mark outright, so that once every byte is
+ * acknowledged a rise goes ahead. (A mark left at 0 looked 2^31 bytes ahead of snd_una and
+ * held the socket's first DSCP for good.)
+ */
+static void test_dscp_fabric_guard_high_isn(void **state)
+{
+	static const struct mercury_sock_tags tags = {
+	    .count = 2, .ranges = {{1, 3000, .level = 2}, {3000, 6000, .level = 0}}};
+	const uint32_t una = 0x90000000u; /* stream offset 1500 */
+	struct mercury_iface_cfg cfg = cfg3_dscp();
+	struct mercury_test_view view = {.has_sock = 1, .snd_una = una, .bytes_acked = 1500};
+	struct pkt_spec first = {.l3 = 4, .seq = una, .payload = 100};
+	struct pkt_spec rise = {.l3 = 4, .seq = una + 1500, .payload = 100};
+	uint8_t frame[FRAME_MAX], out[FRAME_MAX];
+	struct mercury_sock_stats ss;
+	size_t len;
+
+	(void)state;
+	cfg.dscp_guard = 1;
+	set_sock_stats(&(struct mercury_sock_stats){0}); /* the socket's first packet */
+	len = build_frame(&first, frame);
+	run_dscp_view(&cfg, &tags, view, frame, len, out);
+	assert_int_equal(DSCP4(out), DSCP_OF_BAND(2));
+	ss = get_sock_stats();
+	assert_int_equal(ss.dscp_band, 2 + 1);
+	assert_int_equal(ss.dscp_end, una + 100);
+	/* bytes up to offset 3000 sent and acknowledged: the rise to level 0 goes ahead */
+	ss.dscp_end = una + 1500;
+	set_sock_stats(&ss);
+	view.snd_una = una + 1500;
+	view.bytes_acked = 3000;
+	len = build_frame(&rise, frame);
+	run_dscp_view(&cfg, &tags, view, frame, len, out);
+	assert_int_equal(DSCP4(out), DSCP_OF_BAND(0));
+	assert_int_equal(get_sock_stats().dscp_band, 0 + 1);
+	set_sock_stats(&(struct mercury_sock_stats){0});
+}
+
 /* 32 disjoint ranges with gaps: every range found at its first and last byte, none at its end. */
 static void test_full_table_every_range(void **state)
 {
@@ -1714,6 +1754,7 @@ int main(void)
 	    cmocka_unit_test(test_dscp_untouched),
 	    cmocka_unit_test(test_dscp_order_guard),
 	    cmocka_unit_test(test_dscp_fabric_guard),
+	    cmocka_unit_test(test_dscp_fabric_guard_high_isn),
 	    cmocka_unit_test(test_production_program),
 	    cmocka_unit_test(test_production_real_socket),
 	    cmocka_unit_test(test_production_real_socket_dscp),
