@@ -11,19 +11,36 @@ export MERCURYD=${MERCURYD:-$build/mercuryd}
 cd "$root" || exit 1
 
 pass=0 fail=0 skip=0 failed=()
+# Each test's output also goes to a log, so that the summary at the end can repeat what
+# failed: CI shows the tail of a long run, where a failed check would otherwise be lost.
+logs=$(mktemp -d)
+trap 'rm -rf "$logs"' EXIT
 run_one() { # name, command...
-	local name=$1 rc start end
+	local name=$1 rc start end log
 	shift
+	log=$logs/${name//\//_}.log
 	start=$(date +%s.%N)
 	printf '== %s\n' "$name"
-	"$@"
+	# a file, not a pipe: a daemon a test leaves behind must not keep the run waiting
+	"$@" >"$log" 2>&1
 	rc=$?
+	cat "$log"
 	end=$(date +%s.%N)
 	case $rc in
 	0) pass=$((pass + 1)); printf '   PASS %s (%.1fs)\n' "$name" "$(echo "$end - $start" | bc)" ;;
 	77) skip=$((skip + 1)); printf '   SKIP %s\n' "$name" ;;
 	*) fail=$((fail + 1)); failed+=("$name"); printf '   FAIL %s (rc %d)\n' "$name" "$rc" ;;
 	esac
+}
+# failure_summary: for each failed test, its failed checks and the last lines it printed.
+failure_summary() {
+	local name log
+	for name in "${failed[@]}"; do
+		log=$logs/${name//\//_}.log
+		printf '\n--- %s: failed checks, then its last 15 lines\n' "$name"
+		grep -E '^(FAIL|E2E FAIL|not ok|\[  FAILED  \])' "$log" | head -n 20
+		tail -n 15 "$log"
+	done
 }
 
 cat_unit() {
@@ -72,4 +89,8 @@ all) cat_unit; cat_kernel; cat_system; cat_integration; cat_gpu; [ -x tests/vm/r
 *) echo "usage: tests/run.sh [all|unit|kernel|integration|system|vm|gpu]" >&2; exit 2 ;;
 esac
 printf '\n%d passed, %d failed, %d skipped\n' "$pass" "$fail" "$skip"
-[ "$fail" -eq 0 ] || { printf 'failed: %s\n' "${failed[*]}"; exit 1; }
+[ "$fail" -eq 0 ] || {
+	failure_summary
+	printf '\nfailed: %s\n' "${failed[*]}"
+	exit 1
+}
