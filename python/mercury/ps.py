@@ -126,14 +126,15 @@ class ParameterServer:
 
     def push(self, layer, iteration, address):
         """Queues layer's gradient (copied before this returns)."""
-        self._check(_lib.mercury_ps_push(self._ps, layer, iteration, address), "push")
+        self._check(_lib.mercury_ps_push(self._ps, layer, iteration, address),
+                    "pushing layer %d's gradient of iteration %d" % (layer, iteration))
 
     def push_inplace(self, layer, iteration, address, out):
         """Queues layer's gradient without copying it: the memory at address is read where it
         is and the sum lands at out; neither may change until wait_pull(layer, iteration,
         out) has returned."""
         self._check(_lib.mercury_ps_push_inplace(self._ps, layer, iteration, address, out),
-                    "push")
+                    "pushing layer %d's gradient of iteration %d" % (layer, iteration))
 
     def wait_pull(self, layer, iteration, address):
         """Blocks until layer's sum over every worker for iteration is at address."""
@@ -144,7 +145,7 @@ class ParameterServer:
         """True when wait_pull(layer, iteration, ...) would return at once (the sum is
         here, or the session failed and it would raise)."""
         rc = _lib.mercury_ps_pull_ready(self._ps, layer, iteration)
-        self._check(rc, "pull_ready")
+        self._check(rc, "asking for layer %d's aggregate of iteration %d" % (layer, iteration))
         return rc == 1
 
     @property

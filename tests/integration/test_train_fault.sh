@@ -86,12 +86,14 @@ check "rank 1 killed: the run failed (exit $rc)" "[ $rc -ne 0 ]"
 # rank 0's message: in the launcher's copy of its output (node0.log) or the per-rank logs,
 # which can land after the launcher exits: look for up to 2 s
 for ((i = 0; i < 40; i++)); do
-	msg=$(grep -ho "waiting for layer [0-9]*'s aggregate of iteration [0-9]*: .*" -r "$d" --include='*.log' | head -n 1)
+	# where rank 0 was when it noticed: waiting for an aggregate, or pushing the next layer
+	msg=$(grep -hoE "(waiting for|asking for|pushing) layer [0-9]+'s (aggregate|gradient) of iteration [0-9]+: .*" \
+		-r "$d" --include='*.log' | head -n 1)
 	[ -n "$msg" ] && break
 	sleep 0.05
 done
 check "rank 1 killed: rank 0 names the layer and the lost rank ($msg)" \
-	"[[ \"\$msg\" =~ (worker|server|node)\ 1\  ]]"
+	"[[ \"\$msg\" =~ (worker|server|node)\ 1\  ]]" || tail -n 20 "$d"/node*.log
 
 # 2. The same under --max_restarts 1, with a checkpoint every 15 steps.
 CL_TORCH_ENV="PET_MAX_RESTARTS=1" start restarted --timeout 10 --ckpt-every 15
