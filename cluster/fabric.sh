@@ -11,9 +11,9 @@
 #   partition     ByteScheduler with the (P, C) tuned per model by cluster/tune.sh on the
 #                 egress-only fabric (cluster/RESULTS.md; not re-tuned here: TUNED overrides)
 #   mercury       Mercury's defaults, FIFO ports: priority at the sender only
-#   mercury-dscp  Mercury's defaults, switch ports strict priority on DSCP, connections by
-#                 switch queue (run_ps adds --dscp-queues PORT_QUEUES; CL_DSCP_CONNS=0: by
-#                 layer group, --conns as given)
+#   mercury-dscp  Mercury's defaults but --conns 16 (by layer group), switch ports strict
+#                 priority on DSCP (connections by switch queue, run_ps's --dscp-queues,
+#                 lost to 16 by group side by side: cluster/RESULTS.md)
 #   ideal         the paper's bound (mercury-ps ideal; with full-duplex links of one rate a
 #                 node's ingress carries per layer what its egress does, so the bound holds
 #                 on this fabric unchanged; two racks add the uplink, --uplink)
@@ -104,7 +104,10 @@ model_cells() {
 		[ "$PARTITION" = 1 ] &&
 			cell "partition$tag" "$model" partition 1 "${args[@]}" $(tuned_of "$model" "$k")
 		cell "mercury$tag" "$model" mercury 1 "${args[@]}"
-		cell "mercury-dscp$tag" "$model" mercury "$PORT_QUEUES" "${args[@]}"
+		# 16 connections by layer group: on DSCP ports the best setting side by side
+		# (cluster/RESULTS.md, "DSCP settings side by side"), not one per switch queue
+		CL_DSCP_CONNS=0 cell "mercury-dscp$tag" "$model" mercury "$PORT_QUEUES" "${args[@]}" \
+			--conns 16
 	done
 	REP=0
 	echo "bench-fabric: $model on $CL_NODES nodes ($tag) done" >&2
