@@ -95,7 +95,13 @@ best_cells() {
 		sort -g | head -n "$3" | sed "s/^[^ ]* $2//"
 }
 
-rto_for() { cluster_rto_scaled "$(echo "$SCALE / $(shrink_of "$1")" | bc -l)"; }
+# The model's scaled RTO, and its port buffer (full duplex: CL_PORT_BUF_REAL shrunk like the
+# model, as cluster/fabric.sh sets it), so that the grid is tuned on the fabric of the
+# fabric.sh cells it is compared with.
+rto_for() {
+	cluster_rto_scaled "$(echo "$SCALE / $(shrink_of "$1")" | bc -l)" &&
+		cluster_fabric_shrink "$(shrink_of "$1")"
+}
 
 cluster_up "$NODES" "$RATE" mercuryd || exit 1
 serve_start || exit 1
