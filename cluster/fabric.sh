@@ -8,8 +8,9 @@
 # PORT_QUEUES strict-priority queues chosen by DSCP (a switch with a DSCP-to-queue map).
 # Modes, REPEAT times in turn per model (fifo, partition, mercury, mercury-dscp, fifo, ...):
 #   fifo          vanilla PS, untagged, FIFO ports
-#   partition     ByteScheduler with the (P, C) tuned per model by cluster/tune.sh on the
-#                 egress-only fabric (cluster/RESULTS.md; not re-tuned here: TUNED overrides)
+#   partition     ByteScheduler with the (P, C) tuned per model by cluster/tune.sh on this
+#                 fabric (`cluster/tune.sh --models "..." --cases mxnet --iters 6`, f09c7cc+;
+#                 cluster/RESULTS.md; TUNED overrides)
 #   mercury       Mercury's defaults, FIFO ports: priority at the sender only
 #   mercury-dscp  Mercury's defaults but --conns 16 (by layer group), switch ports strict
 #                 priority on DSCP (connections by switch queue, run_ps's --dscp-queues,
@@ -36,7 +37,7 @@ SCALE=${SCALE:-25} PORT_QUEUES=${PORT_QUEUES:-8} OUT=${OUT:-$CL_ROOT/build/bench
 BUFFERS="524288 8388608 33554432" SWEEP_MODEL=resnet50 TWORACK_MODELS="resnet50 vgg16"
 SWEEP=1 TWORACK=1 PARTITION=1 MAIN=1 MODELS_SET=0 TWORACK_NODES=8 BIG_NODES_MODELS=${BIG_NODES_MODELS:-"resnet50 vgg16"}
 # ByteScheduler's best (P, C) per model under MXNet placement, from cluster/tune.sh
-TUNED=${TUNED:-"resnet50:125000:2000000 vgg16:500000:8000000 alexnet:125000:2000000 inception3:125000:500000 bert_base:125000:2000000"}
+TUNED=${TUNED:-"resnet50:125000:2000000 vgg16:125000:1000000 alexnet:125000:1000000 inception3:125000:1000000 bert_base:125000:1000000"}
 while [ $# -gt 0 ]; do
 	case $1 in
 	--models) MODELS=$2 MODELS_SET=1; shift ;;
