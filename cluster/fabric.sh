@@ -9,7 +9,7 @@
 # Modes, REPEAT times in turn per model (fifo, partition, mercury, mercury-dscp, fifo, ...):
 #   fifo          vanilla PS, untagged, FIFO ports
 #   partition     ByteScheduler with the (P, C) tuned per model by cluster/tune.sh on this
-#                 fabric (`cluster/tune.sh --models "..." --cases mxnet --iters 6`, f09c7cc+;
+#                 fabric (`cluster/tune.sh --models "..." --cases mxnet --iters 6` at 372bb2c;
 #                 cluster/RESULTS.md; TUNED overrides)
 #   mercury       Mercury's defaults, FIFO ports: priority at the sender only
 #   mercury-dscp  Mercury's defaults but --conns 16 (by layer group), switch ports strict
