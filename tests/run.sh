@@ -38,7 +38,8 @@ failure_summary() {
 	for name in "${failed[@]}"; do
 		log=$logs/${name//\//_}.log
 		printf '\n--- %s: failed checks, then its last 15 lines\n' "$name"
-		grep -E '^(FAIL|E2E FAIL|not ok|\[  FAILED  \])' "$log" | head -n 20
+		# vm/* logs carry the guest's lines behind "  | "
+		grep -E '^(  \| )?(FAIL|E2E FAIL|not ok|\[  FAILED  \]|=== )' "$log" | grep -B1 -vE '^(  \| )?=== ' | grep -v '^--$' | head -n 20
 		tail -n 15 "$log"
 	done
 }

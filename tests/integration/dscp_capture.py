@@ -11,8 +11,15 @@ fabric order guard: "rises" counts first transmissions whose DSCP is more urgent
 flow's previous first transmission's, "rises_unacked" those of them sent while bytes before
 them were unacknowledged, judged by the highest ACK the receiver had sent on the flow before
 the segment arrived (the ACKs leave IFACE, so they are captured here too, in order).
+With RISE (PORT:OFFSET, the stream offset, from 1, where that port's level rises) it also
+counts "holdable": first transmissions at or past OFFSET, before the flow's first rise, that
+arrived while bytes before them were unacknowledged, the packets a guard had to keep.
 
-Usage: dscp_capture.py IFACE SECONDS [URGENCY]
+New data can arrive out of order here (a veth hands packets to the CPU that sent them, so two
+CPUs' backlogs can swap them): a segment is a retransmission only if it repeats bytes already
+seen; one that fills a hole is counted as "reordered" and its ECN as a first transmission's.
+
+Usage: dscp_capture.py IFACE SECONDS [URGENCY [RISE]]
 """
 import json
 import socket
@@ -30,9 +37,26 @@ def ipv4_sum_ok(hdr):
     return s == 0xFFFF
 
 
+def overlaps_then_add(seen, start, end):
+    """True if [start, end) overlaps a range in seen (sorted, disjoint); then merges it in."""
+    hit = any(s < end and start < e for s, e in seen)
+    merged = [(start, end)]
+    for s, e in seen:
+        if e < merged[0][0] or s > merged[0][1]:
+            merged.append((s, e))
+        else:
+            merged[0] = (min(s, merged[0][0]), max(e, merged[0][1]))
+    seen[:] = sorted(merged)
+    return hit
+
+
 def main():
     iface, secs = sys.argv[1], float(sys.argv[2])
     urgency = [int(v) for v in sys.argv[3].split(",")] if len(sys.argv) > 3 else []
+    rise_port, rise_rel = None, None
+    if len(sys.argv) > 4:
+        rise_port, rise_off = (int(v) for v in sys.argv[4].split(":"))
+        rise_rel = rise_off - 1  # offset 1 is the first byte after the SYN
     acks = {}  # port -> highest ACK number the receiver sent from it
     s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
     s.bind((iface, 0))
@@ -81,30 +105,38 @@ def main():
         p = ports.setdefault(dport, {"segments": 0, "dscp": {}, "ecn_new": {}, "ecn_retransmitted": {},
                                      "bad_ipv4_csum": 0,
                                      "retransmitted": 0, "retransmitted_dscp": {},
-                                     "rises": 0, "rises_unacked": 0,
-                                     "_base": seq, "_hi": 0, "_last": None})
+                                     "reordered": 0, "reordered_at": [], "rises": 0, "rises_unacked": 0, "holdable": 0,
+                                     "_base": seq, "_hi": 0, "_last": None, "_seen": []})
         rel = (seq - p["_base"]) & 0xFFFFFFFF
         dscp, ecn = str(ds >> 2), str(ds & 3)
         p["segments"] += 1
         p["dscp"][dscp] = p["dscp"].get(dscp, 0) + 1
         p["bad_ipv4_csum"] += 0 if csum_ok else 1
-        if rel < p["_hi"]:
+        in_order = rel >= p["_hi"]
+        if overlaps_then_add(p["_seen"], rel, rel + payload):
             p["retransmitted"] += 1
             p["retransmitted_dscp"][dscp] = p["retransmitted_dscp"].get(dscp, 0) + 1
             p["ecn_retransmitted"][ecn] = p["ecn_retransmitted"].get(ecn, 0) + 1
+        elif not in_order:
+            p["reordered"] += 1
+            if len(p["reordered_at"]) < 8:  # where and with which DSCP, for a reader
+                p["reordered_at"].append([rel, payload, p["_hi"], int(dscp)])
+            p["ecn_new"][ecn] = p["ecn_new"].get(ecn, 0) + 1
         else:
             p["ecn_new"][ecn] = p["ecn_new"].get(ecn, 0) + 1
+            ack = acks.get(dport)
+            unacked = ack is None or 0 < (seq - ack) & 0xFFFFFFFF < 1 << 31
+            if dport == rise_port and rel >= rise_rel and p["rises"] == 0 and unacked:
+                p["holdable"] += 1
             if ds >> 2 in urgency:
                 rank = urgency.index(ds >> 2)
                 if p["_last"] is not None and rank < p["_last"]:
                     p["rises"] += 1
-                    ack = acks.get(dport)
-                    if ack is None or 0 < (seq - ack) & 0xFFFFFFFF < 1 << 31:
-                        p["rises_unacked"] += 1
+                    p["rises_unacked"] += 1 if unacked else 0
                 p["_last"] = rank
         p["_hi"] = max(p["_hi"], rel + payload)
     for p in ports.values():
-        del p["_base"], p["_hi"], p["_last"]
+        del p["_base"], p["_hi"], p["_last"], p["_seen"]
     print(json.dumps({str(k): v for k, v in ports.items()}))
 
 
