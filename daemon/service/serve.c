@@ -312,8 +312,7 @@ static int open_listener(struct service *s, const char *path, const char *group,
 	struct group *gr;
 	int r;
 
-	if ((r = socket_dir_ready(path, err, errlen)))
-		return r;
+	/* The socket's directory is made ready by serve() before the maps are opened. */
 	gr = getgrnam(group);
 	if (gr) {
 		s->group = gr->gr_gid;
