@@ -258,7 +258,9 @@ shaper_attach() {
 		# other policy's attach is replaced; the same one is left as it is).
 		local policy=()
 		[ -n "${CL_JOB_POLICY:-}" ] && policy=(--job-policy "$CL_JOB_POLICY" --force)
-		cl_in "$i" "$MERCURYD" --pin-root "$CL_PIN/n$i" attach e0 --qdisc htb \
+		# -q: the rise-bound warning is expected here (tcp_limit_output_bytes is left at
+		# its default on every node, for results comparable with the other shapers).
+		cl_in "$i" "$MERCURYD" -q --pin-root "$CL_PIN/n$i" attach e0 --qdisc htb \
 			--bands "$CL_BANDS" --rate "${rate}mbit" --default-band "$CL_DEFAULT_BAND" \
 			"${dscp[@]}" "${policy[@]}" ${CL_ATTACH_FORCE:+--force} >/dev/null || {
 			echo "cluster: mercuryd attach failed on node $i" >&2

@@ -25,6 +25,7 @@ static const struct cmd cmds[] = {
 struct main_args {
 	struct cli_ctx ctx;
 	int verbose;
+	bool quiet;
 	bool version;
 };
 
@@ -39,6 +40,8 @@ static const struct cli_opt main_opts[] = {
     {.name = "verbose", .short_name = 'v', .type = CLI_COUNT, M(verbose),
      .help = "debug messages, libbpf's and the verifier log on stderr;\n"
 	     "-vv adds libbpf's own debug"},
+    {.name = "quiet", .short_name = 'q', .type = CLI_FLAG, M(quiet),
+     .help = "errors only: no warnings, no notices (overrides -v)"},
     {.name = "pin-root", .type = CLI_STRING, M(ctx.pin_root), .arg = "DIR", .help = "pin tree"},
     {.name = "version", .short_name = 'V', .type = CLI_FLAG, M(version),
      .help = "print the version"},
@@ -56,7 +59,7 @@ static const struct cli_command main_command = {
 
 static void usage(FILE *f, const struct main_args *defaults)
 {
-	fprintf(f, "Usage: mercuryd [-j|-p] [-v] [--pin-root DIR] <command> [args]\n\n"
+	fprintf(f, "Usage: mercuryd [-j|-p] [-v|-q] [--pin-root DIR] <command> [args]\n\n"
 		   "Mercury: packet-granularity layer priority for distributed training.\n\n"
 		   "Commands:\n");
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
@@ -144,7 +147,7 @@ int main(int argc, char **argv)
 	}
 	m.ctx.json |= m.ctx.pretty; /* -p implies -j */
 	argc = take_output_opts(&m.ctx, argc, argv, cmd + 1);
-	mlog_set_level(MLOG_INFO + m.verbose);
+	mlog_set_level(m.quiet ? MLOG_ERROR : MLOG_INFO + m.verbose);
 	libbpf_set_print(libbpf_print);
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
 		if (strcmp(argv[cmd], cmds[i].cli->name) == 0)

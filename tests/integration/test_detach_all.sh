@@ -24,7 +24,14 @@ in_s tc qdisc replace dev vc root tbf rate 100mbit burst 32kb latency 50ms || fa
 before_va=$(in_s tc -j qdisc show dev va root | jq -c '[.[] | .kind]')
 
 check "attach va (htb)" quiet mercuryd_s attach va --qdisc htb --rate ${RATE_MBIT}mbit
-check "attach vc over its tbf (--force)" quiet mercuryd_s attach vc --qdisc htb --rate 100mbit --force
+# -q: the replaced-qdisc and rise-bound warnings are not printed, the result still is
+errf=$(mktemp)
+out=$(in_s "$MERCURYD" -q --pin-root "$PIN_ROOT" attach vc --qdisc htb --rate 100mbit --force 2>"$errf")
+check "attach vc over its tbf (--force)" test $? -eq 0
+errs=$(head -c 300 "$errf")
+rm -f "$errf"
+check "-q: no warning on stderr ($errs)" test -z "$errs"
+check "-q: the result still on stdout ($out)" sh -c "echo \"\$1\" | grep -q '^attached vc'" _ "$out"
 fp_id=
 [ -n "$cg" ] && mkdir -p "$cg" && mercuryd_s fastpath attach --cgroup "$cg" >/dev/null 2>&1 && fp_id=$(mercuryd_s -j status | jq -r '.fastpath.prog_id // empty')
 check "two interfaces attached" test "$(mercuryd_s -j status | jq '.interfaces | length')" -eq 2
