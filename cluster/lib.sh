@@ -83,6 +83,21 @@ shrink_of() {
 	case $1 in vgg16 | bert_base) echo 8 ;; alexnet) echo 4 ;; tiny) echo 1 ;; *) echo 2 ;; esac
 }
 
+# model_setup MODEL SCALE ITERS OUT_JSONL: the model's shrink and time scale (MODEL_K, MODEL_TS
+# = SCALE / K), the nodes' minimum RTO scaled to it, mercury-ps's run arguments (MODEL_ARGS:
+# ITERS measured iterations after one warm-up), and the ideal bound's line appended to
+# OUT_JSONL ({label: "ideal", model, iter_s}). The port buffer is the caller's
+# (cluster_fabric_shrink).
+model_setup() {
+	MODEL_K=$(shrink_of "$1")
+	MODEL_TS=$(echo "$2 / $MODEL_K" | bc -l)
+	cluster_rto_scaled "$MODEL_TS" || return 1
+	MODEL_ARGS=(--iters "$3" --warmup 1 --shrink "$MODEL_K" --time-scale "$MODEL_TS")
+	"$PS_BIN" ideal --profile "$CL_ROOT/models/$1.prof" --nodes "$CL_NODES" \
+		--rate "${CL_RATE_MBIT}mbit" --shrink "$MODEL_K" --time-scale "$MODEL_TS" |
+		jq -c --arg m "$1" '{label: "ideal", model: $m, iter_s}' >>"$4"
+}
+
 cl_ns() { echo "${CL_PFX}n$1"; }
 cl_in() { local i=$1; shift; nsenter --net=/var/run/netns/"$(cl_ns "$i")" "$@"; }
 cl_ip() { echo "10.99.0.$(($1 + 1))"; }

@@ -29,12 +29,8 @@ trap 'rm -f "$out"; cluster_down' EXIT
 cluster_up "$NODES" "$RATE" mercuryd 2> >(grep -v quantum >&2) || exit 1
 serve_start || exit 1
 for model in $MODELS; do
-	k=$(shrink_of "$model")
-	ts=$(echo "$SCALE / $k" | bc -l)
-	cluster_rto_scaled "$ts" || exit 1
-	args=(--iters "$ITERS" --warmup 1 --shrink "$k" --time-scale "$ts")
-	"$PS_BIN" ideal --profile "$CL_ROOT/models/$model.prof" --nodes "$NODES" --rate "${RATE}mbit" \
-		--shrink "$k" --time-scale "$ts" | jq -c --arg m "$model" '{label: "ideal", model: $m, iter_s}' >>"$out"
+	model_setup "$model" "$SCALE" "$ITERS" "$out" || exit 1
+	args=("${MODEL_ARGS[@]}")
 	for ((r = 0; r < REPEAT; r++)); do
 		run_ps "$out" in-order "$model" mercury "${args[@]}" || exit 1
 		run_ps "$out" written-ahead "$model" mercury "${args[@]}" --write-ahead || exit 1
