@@ -148,6 +148,13 @@ static __always_inline int mercury_finish(struct __sk_buff *skb, struct mercury_
 	if (outcome == MERCURY_NEEDS_SOCK) {
 		outcome = mercury_decide(c, v, &band, &share);
 		ss = v->sock_stats;
+	} else if (outcome == MERCURY_OUT_NO_PAYLOAD && conf->control_first) {
+		/* ACKs of the data coming in, SYNs and FINs: tiny, and whatever waits for them
+		 * (the peer's window, a connection) is as urgent as its most urgent data. */
+		band = 0;
+		if (conf->dscp_on && mercury_get_dscp(skb, c) == 0 &&
+		    mercury_set_dscp(skb, c, conf->dscp[0] & 0x3f))
+			flags |= MERCURY_F_MARKED;
 	}
 	last = conf->nbands - 1; /* nbands >= 1: checked by mercury_begin() */
 	if (last > MERCURY_MAX_BANDS - 1)

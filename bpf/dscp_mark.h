@@ -53,6 +53,23 @@ static __always_inline bool mercury_set_dscp(struct __sk_buff *skb,
 	}
 }
 
+/* The DSCP the packet carries (IPv4 TOS or IPv6 traffic class, high 6 bits); 0xff when the
+ * header cannot be read. */
+static __always_inline __u8 mercury_get_dscp(struct __sk_buff *skb,
+					     const struct mercury_classify_ctx *c)
+{
+	__u32 off = c->l3_off & 0xff;
+	void *data = (void *)(long)skb->data;
+	void *data_end = (void *)(long)skb->data_end;
+	__u8 *ip = data + off;
+
+	if ((void *)(ip + 2) > data_end)
+		return 0xff;
+	if (c->ipv6)
+		return (__u8)(((ip[0] & 0x0f) << 2) | (ip[1] >> 6));
+	return ip[1] >> 2;
+}
+
 /* What the fabric order guard did with a packet (mercury_dscp_guard). */
 #define MERCURY_DSCP_KEPT     1
 #define MERCURY_DSCP_RELEASED 2

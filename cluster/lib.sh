@@ -207,9 +207,9 @@ cl_queue_of() { echo $(($1 * CL_PORT_QUEUES / CL_BANDS)); }
 # port_shape DEV RATE_MBIT: the switch side of a link, DEV's egress in the switch namespace,
 # is a FIFO (tbf) or CL_PORT_QUEUES strict-priority queues (htb leaves prio 0..Q-1, each a
 # bfifo of the port buffer, chosen by u32 on the DS field; unknown DSCP, e.g. untagged
-# traffic and pure ACKs, goes to queue 0 as it goes to the nodes' default band 0, or with
-# CL_PORT_UNMARKED=last to the last queue, as on a switch configured as docs/switch-dscp.md
-# says: best effort below Mercury's strict queues).
+# traffic, goes to the last queue, as on a switch configured as docs/switch-dscp.md says:
+# best effort below Mercury's strict queues; CL_PORT_UNMARKED=top: queue 0. The nodes' pure
+# ACKs carry band 0's DSCP: mercuryd attach --control first).
 port_shape() {
 	local dev=$1 rate=$2 q b cls unmarked=10
 	[ "$CL_FABRIC" = egress ] && return 0
@@ -224,7 +224,7 @@ port_shape() {
 			limit "$CL_PORT_BUF" "${seg[@]}" || return 1
 		return 0
 	fi
-	[ "${CL_PORT_UNMARKED:-top}" = last ] && unmarked=$((10 + CL_PORT_QUEUES - 1))
+	[ "${CL_PORT_UNMARKED:-last}" = last ] && unmarked=$((10 + CL_PORT_QUEUES - 1))
 	cl_sw tc qdisc add dev "$dev" root handle 5: htb default "$unmarked" || return 1
 	cl_sw tc class add dev "$dev" parent 5: classid 5:1 htb rate "${rate}mbit" ceil "${rate}mbit" quantum 60000 \
 		burst 64k cburst 64k || return 1

@@ -11,7 +11,7 @@
 #include <linux/types.h>
 #endif
 
-#define MERCURY_LAYOUT_VERSION 8
+#define MERCURY_LAYOUT_VERSION 9
 
 /* Priority levels carried by tags: 0 is the most urgent. */
 #define MERCURY_MAX_LEVELS 16
@@ -162,6 +162,11 @@ struct mercury_iface_cfg {
 	 * 0: policy "priority" (weights buy bands: the shift). */
 	__u32 share_slots;
 	__u32 skb_priority_share[MERCURY_SHARE_SLOTS][MERCURY_MAX_BANDS];
+	/* TCP segments without payload (pure ACKs, SYN, FIN, RST): 1, band 0 and, with dscp_on,
+	 * dscp[0] where they carry DSCP 0 (an application's own DSCP is kept), so that the ACKs
+	 * of a flow into this host never wait behind its tagged traffic, here or in a strict-
+	 * priority switch queue; 0, the default band and their DSCP untouched. */
+	__u32 control_first;
 };
 
 /*
@@ -287,7 +292,8 @@ struct mercury_attach_state {
 	__u8 dscp[MERCURY_MAX_BANDS];
 	__u32 dscp_guard; /* cfg.dscp_guard and cfg.dscp_guard_us, kept likewise */
 	__u32 dscp_guard_us;
-	__u32 job_policy; /* enum mercury_job_policy */
+	__u32 job_policy;    /* enum mercury_job_policy */
+	__u32 control_first; /* cfg.control_first, kept likewise */
 };
 
 #endif /* MERCURY_ABI_H */

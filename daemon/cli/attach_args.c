@@ -24,6 +24,12 @@ static const struct cli_enum job_policy_names[] = {
     {NULL, 0},
 };
 
+static const struct cli_enum control_names[] = {
+    {"first", 1},
+    {"default", 0},
+    {NULL, 0},
+};
+
 static const struct cli_enum hook_names[] = {
     {"auto", MERCURY_HOOK_NONE},
     {"tcx", MERCURY_HOOK_TCX},
@@ -63,13 +69,20 @@ static const struct cli_opt attach_opts[] = {
      .help = "also write each tagged packet's band as DSCP into its IP header, for switches "
 	     "with DSCP-to-queue maps: default is CS5,CS4,CS3,CS2 for bands 0..3 and CS0 "
 	     "after; or one value (0..63, cs0..cs7, af11..af43, ef) per band, band 0 first, "
-	     "the last repeated", .def = "off; untagged packets are never rewritten"},
+	     "the last repeated", .def = "off; untagged data is never rewritten (for segments without payload see --control)"},
     {.name = "dscp-guard", .type = CLI_CUSTOM, A(dscp_guard), .parse = dscp_guard_field,
      .arg = "on|off|BOUND",
      .help = "with --dscp: a socket's DSCP moves to a more urgent band's only once every byte "
 	     "it sent before is acknowledged, so that none of its packets overtakes its own "
 	     "earlier ones in a switch's strict-priority queues; BOUND (e.g. 20ms, 500us) lets "
 	     "a rise go ahead after that long", .def = "on, no bound"},
+    {.name = "control", .type = CLI_ENUM, A(control), .names = control_names,
+     .arg = "first|default",
+     .help = "TCP segments without payload (pure ACKs, SYN, FIN, RST): first puts them in "
+	     "band 0 and, with --dscp, gives those that carry DSCP 0 band 0's, so that the "
+	     "ACKs of traffic coming in never wait behind tagged traffic going out, here or in "
+	     "a switch; default treats them as untagged traffic",
+     .def = "first"},
     {.name = "job-policy", .type = CLI_ENUM, A(job_policy), .names = job_policy_names,
      .arg = "share|priority",
      .help = "what a job's weight buys: share (htb only: each job its own classes, assured "
@@ -147,6 +160,7 @@ void attach_args_defaults(struct attach_args *a)
 	memset(a, 0, sizeof(*a));
 	a->default_band = -1;
 	a->job_policy = -1;
+	a->control = -1;
 }
 
 int attach_args_parse(int argc, char **argv, struct attach_args *a, char *err, size_t errlen)

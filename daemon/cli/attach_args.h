@@ -24,6 +24,7 @@ struct attach_args {
 	struct dscp_opt dscp; /* band_plan.h */
 	struct dscp_guard_opt dscp_guard;
 	int job_policy; /* enum mercury_job_policy; -1: not given (the default) */
+	int control;	/* 1: control segments first, 0: as untagged; -1: not given (first) */
 };
 
 /* "off", "default", or a comma-separated list of DSCP values (0..63 or names: cs0..cs7,

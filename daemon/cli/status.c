@@ -47,6 +47,9 @@ static struct json_object *status_json(const char *root, const char *iface, cons
 	json_object_object_add(o, "backend", json_object_new_string(backend_name(st->backend)));
 	json_object_object_add(o, "bands", json_object_new_int((int)st->nbands));
 	json_object_object_add(o, "default_band", json_object_new_int((int)st->default_band));
+	/* TCP segments without payload: band 0 (and band 0's DSCP) or as untagged traffic */
+	json_object_object_add(o, "control",
+			       json_object_new_string(cfg->control_first ? "first" : "default"));
 	json_object_object_add(o, "rate_bps", json_object_new_int64((int64_t)st->rate_bps));
 	json_object_object_add(o, "job_policy",
 			       json_object_new_string(job_policy_name(st->job_policy) ?: "?"));
@@ -99,6 +102,7 @@ static void status_text(const char *root, const char *iface, const char *dir,
 	if (st->rate_bps)
 		printf(", rate %.0f Mbit/s", st->rate_bps * 8 / 1e6);
 	printf(", job policy %s", job_policy_name(st->job_policy) ?: "?");
+	printf(", ACKs/SYN/FIN/RST -> %s", cfg->control_first ? "band 0" : "as untagged");
 	printf("\n  pins: %s\n  band  skb_priority      packets          bytes\n", dir);
 	for (unsigned b = 0; b < st->nbands && b < MERCURY_MAX_BANDS; b++)
 		printf("  %4u  0x%08x  %12llu  %14llu\n", b, cfg->skb_priority[b],
@@ -118,7 +122,11 @@ static void status_text(const char *root, const char *iface, const char *dir,
 		char map[256];
 
 		dscp_text(cfg->dscp_on, cfg->dscp, st->nbands, map, sizeof(map));
-		printf("  dscp of tagged packets: %s", map);
+		printf("  dscp of tagged packets%s: %s",
+		       cfg->dscp_on && cfg->control_first
+			   ? " (and of unmarked ACKs/SYN/FIN/RST: band 0's)"
+			   : "",
+		       map);
 		if (cfg->dscp_on)
 			printf("; marked %llu packets, %llu bytes",
 			       (unsigned long long)sum->dscp_marked.packets,

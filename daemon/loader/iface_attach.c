@@ -54,6 +54,7 @@ static bool attach_matches(const struct mercury_attach_state *st, const struct a
 	       (a->default_band < 0 || (__u32)a->default_band == st->default_band) &&
 	       (a->rate_bps == 0 || a->rate_bps == st->rate_bps) &&
 	       (a->job_policy < 0 || (__u32)a->job_policy == st->job_policy) &&
+	       (a->control < 0 || (__u32)a->control == st->control_first) &&
 	       (a->hook == MERCURY_HOOK_NONE || a->hook == st->hook);
 }
 
@@ -218,6 +219,8 @@ static int plan_backend(struct attach_plan *p, char *err, size_t errlen)
 	p->cfg.dscp_guard = st->dscp_guard;
 	p->cfg.dscp_guard_us = st->dscp_guard_us;
 	memcpy(p->cfg.dscp, st->dscp, sizeof(p->cfg.dscp));
+	st->control_first = a->control != 0;
+	p->cfg.control_first = st->control_first;
 	st->layout_version = MERCURY_LAYOUT_VERSION;
 	st->ifindex = (__u32)a->ifindex;
 	st->netns_ino = current_netns_ino();

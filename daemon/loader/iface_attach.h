@@ -29,6 +29,7 @@ struct attach_request {
 	struct dscp_opt dscp;
 	struct dscp_guard_opt dscp_guard;
 	int job_policy; /* enum mercury_job_policy; -1: the default (iface_default_job_policy) */
+	int control;	/* cfg.control_first; -1: the default (1) */
 };
 
 /* Everything attach decides before it changes anything on the interface. */

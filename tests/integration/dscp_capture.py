@@ -19,6 +19,9 @@ New data can arrive out of order here (a veth hands packets to the CPU that sent
 CPUs' backlogs can swap them): a segment is a retransmission only if it repeats bytes already
 seen; one that fills a hole is counted as "reordered" and its ECN as a first transmission's.
 
+Segments without payload from the sender (SYN, pure ACKs, FIN) are counted apart by DSCP
+("control_dscp").
+
 Usage: dscp_capture.py IFACE SECONDS [URGENCY [RISE]]
 """
 import json
@@ -61,7 +64,7 @@ def main():
     s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
     s.bind((iface, 0))
     s.settimeout(0.2)
-    ports = {}
+    ports, control = {}, {}
     end = time.time() + secs
     while time.time() < end:
         try:
@@ -100,7 +103,9 @@ def main():
         seq = struct.unpack("!I", frame[l4 + 4:l4 + 8])[0]
         doff = (frame[l4 + 12] >> 4) * 4
         payload = min(end_ip, len(frame)) - (l4 + doff)
-        if payload <= 0:
+        if payload <= 0:  # the sender's SYN, pure ACKs, FIN: their DSCP apart
+            cd = control.setdefault(dport, {})
+            cd[str(ds >> 2)] = cd.get(str(ds >> 2), 0) + 1
             continue
         p = ports.setdefault(dport, {"segments": 0, "dscp": {}, "ecn_new": {}, "ecn_retransmitted": {},
                                      "bad_ipv4_csum": 0,
@@ -135,8 +140,9 @@ def main():
                     p["rises_unacked"] += 1 if unacked else 0
                 p["_last"] = rank
         p["_hi"] = max(p["_hi"], rel + payload)
-    for p in ports.values():
+    for port, p in ports.items():
         del p["_base"], p["_hi"], p["_last"], p["_seen"]
+        p["control_dscp"] = control.get(port, {})
     print(json.dumps({str(k): v for k, v in ports.items()}))
 
 

@@ -117,6 +117,14 @@ for p in 7000:34 7001:46; do
 		test "$(jqc ".\"$port\".retransmitted_dscp | keys | join(\",\")")" = "$want"
 done
 check "port 7000: every IPv4 header checksum verifies" test "$(jqc '."7000".bad_ipv4_csum')" -eq 0
+# attach's default --control first: the sender's segments without payload (its FIN, ACKs)
+# carry band 0's DSCP where they had none, and keep an application's own
+for p in 7000 7001; do
+	check "port $p: the sender's segments without payload carry band 0's DSCP 46 ($(jq -c ".\"$p\".control_dscp" "$tmp/cap"))" \
+		test "$(jqc ".\"$p\".control_dscp | keys | join(\",\")")" = 46
+done
+check "port 7002: ... and keep the application's DSCP 12 ($(jq -c '."7002".control_dscp' "$tmp/cap"))" \
+	test "$(jqc '."7002".control_dscp | keys | join(",")')" = 12
 check "port 7002 (untagged): the application's DSCP 12 untouched" \
 	test "$(jqc '."7002".dscp | keys | join(",")')" = 12
 check "port 7002: checksums verify" test "$(jqc '."7002".bad_ipv4_csum')" -eq 0

@@ -1187,6 +1187,124 @@ static void test_dscp_untouched(void **state)
 	}
 }
 
+/*
+ * control_first: TCP segments without payload (pure ACKs, SYN, FIN, RST) go to band 0 and,
+ * with DSCP export on, those carrying DSCP 0 get band 0's (ECN bits kept, IPv4 checksum
+ * right); an application's own DSCP stays; off, they are untagged traffic (default band,
+ * untouched). Payload never takes this path: a tagged packet keeps its own band.
+ */
+static void test_control_first(void **state)
+{
+	static const struct {
+		const char *name;
+		struct pkt_spec pkt;
+		uint8_t tos; /* IPv4 TOS / IPv6 traffic class before */
+		bool first, dscp_on;
+		int band;
+		bool marked;
+	} cases[] = {
+	    {"ipv4 pure ack, dscp 0",
+	     {.l3 = 4, .seq = 7, .flags = TCP_ACK},
+	     0x00,
+	     true,
+	     true,
+	     0,
+	     true},
+	    {"ipv4 syn, dscp 0, ECT(1) kept",
+	     {.l3 = 4, .seq = 7, .flags = TCP_SYN},
+	     0x01,
+	     true,
+	     true,
+	     0,
+	     true},
+	    {"ipv4 fin|ack, vlan",
+	     {.l3 = 4, .vlan = true, .flags = TCP_FIN | TCP_ACK},
+	     0x00,
+	     true,
+	     true,
+	     0,
+	     true},
+	    {"ipv6 pure ack, dscp 0, CE kept",
+	     {.l3 = 6, .seq = 7, .flags = TCP_ACK},
+	     0x03,
+	     true,
+	     true,
+	     0,
+	     true},
+	    {"ipv4 rst, the application's dscp kept",
+	     {.l3 = 4, .flags = TCP_RST},
+	     0x30,
+	     true,
+	     true,
+	     0,
+	     false},
+	    {"ipv6 pure ack, the application's dscp kept",
+	     {.l3 = 6, .flags = TCP_ACK},
+	     0xb8,
+	     true,
+	     true,
+	     0,
+	     false},
+	    {"dscp export off: band 0, unmarked",
+	     {.l3 = 4, .flags = TCP_ACK},
+	     0x00,
+	     true,
+	     false,
+	     0,
+	     false},
+	    {"control default: untagged traffic",
+	     {.l3 = 4, .flags = TCP_ACK},
+	     0x00,
+	     false,
+	     true,
+	     1,
+	     false},
+	    {"payload: its own band", {TCP4(1500)}, 0x00, true, true, 2, true},
+	};
+	struct mercury_stats before, after;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct mercury_iface_cfg cfg = cases[i].dscp_on ? cfg3_dscp() : cfg3();
+		uint8_t frame[FRAME_MAX], out[FRAME_MAX];
+		size_t len = build_frame(&cases[i].pkt, frame);
+		size_t l3 = cases[i].pkt.vlan ? 18 : 14;
+		bool v6 = cases[i].pkt.l3 == 6;
+		uint8_t want =
+		    cases[i].marked
+			? (uint8_t)(DSCP_OF_BAND(cases[i].band) << 2 | (cases[i].tos & 3))
+			: cases[i].tos;
+		uint8_t got;
+		struct run_result r;
+
+		print_message("[ CONTROL  ] %s\n", cases[i].name);
+		cfg.control_first = cases[i].first;
+		if (v6) {
+			frame[l3] = (uint8_t)(0x60 | cases[i].tos >> 4);
+			frame[l3 + 1] = (uint8_t)((cases[i].tos << 4) | (frame[l3 + 1] & 0x0f));
+		} else {
+			frame[l3 + 1] = cases[i].tos;
+			ipv4_fix_checksum(frame + l3, 20);
+		}
+		read_stats(fx.skel->maps.stats, &before);
+		r = run_dscp(&cfg, &tags_basic, frame, len, out);
+		read_stats(fx.skel->maps.stats, &after);
+		assert_int_equal(r.retval, (uint32_t)TC_ACT_UNSPEC);
+		if (r.priority != PRIO_BASE + (uint32_t)cases[i].band)
+			fail_msg("%s: priority %#x, want band %d's", cases[i].name, r.priority,
+				 cases[i].band);
+		got = v6 ? (uint8_t)((out[l3] & 0x0f) << 4 | out[l3 + 1] >> 4) : out[l3 + 1];
+		if (got != want)
+			fail_msg("%s: tos/class %#x, want %#x", cases[i].name, got, want);
+		if (!v6 && ipv4_sum(out + l3, 20) != 0xffff)
+			fail_msg("%s: IPv4 header checksum wrong", cases[i].name);
+		if (!cases[i].marked && !r.bytes_unchanged)
+			fail_msg("%s: packet bytes changed", cases[i].name);
+		assert_int_equal(after.dscp_marked.packets - before.dscp_marked.packets,
+				 cases[i].marked ? 1 : 0);
+	}
+}
+
 /* A packet the order guard keeps in its socket's previous band carries that band's DSCP. */
 static void test_dscp_order_guard(void **state)
 {
@@ -1751,6 +1869,7 @@ int main(void)
 	    cmocka_unit_test(test_order_guard_bound),
 	    cmocka_unit_test(test_dscp_ipv4),
 	    cmocka_unit_test(test_dscp_ipv6),
+	    cmocka_unit_test(test_control_first),
 	    cmocka_unit_test(test_dscp_untouched),
 	    cmocka_unit_test(test_dscp_order_guard),
 	    cmocka_unit_test(test_dscp_fabric_guard),

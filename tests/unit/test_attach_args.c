@@ -96,6 +96,13 @@ static void test_attach_defaults(void **state)
 	v = ARGV("attach", "veth0", "--job-policy", "share");
 	assert_int_equal(parse_attach(v, 4, &a, err), 0);
 	assert_int_equal(a.job_policy, MERCURY_POLICY_SHARE);
+	assert_int_equal(a.control, -1); /* not given: first */
+	v = ARGV("attach", "veth0", "--control", "default");
+	assert_int_equal(parse_attach(v, 4, &a, err), 0);
+	assert_int_equal(a.control, 0);
+	v = ARGV("attach", "veth0", "--control", "first");
+	assert_int_equal(parse_attach(v, 4, &a, err), 0);
+	assert_int_equal(a.control, 1);
 }
 
 static void expect_attach_error(char **argv, int argc, const char *needle)
@@ -126,6 +133,7 @@ static void test_attach_errors(void **state)
 	expect_attach_error(ARGV("attach", "--from", "f", "a"), 4, "--from FILE takes no");
 	expect_attach_error(ARGV("attach", "--from", "f", "--force"), 4, "--from FILE takes no");
 	expect_attach_error(ARGV("attach", "a", "--job-policy", "fair"), 4, "--job-policy");
+	expect_attach_error(ARGV("attach", "a", "--control", "last"), 4, "--control");
 }
 
 /* --dscp-guard: on (the default bound), off, a bound in ms or us, 0 for none; errors. */
