@@ -13,7 +13,8 @@
 #   together     both jobs at once, REPEAT times in turn:
 #     fifo          both untagged (one band)
 #     partition     both ByteScheduler, each with its own (P, C) tuned alone (cluster/RESULTS.md,
-#                   first table), divided by the shrink: tuning that no longer fits
+#                   "ByteScheduler tuned on the full-duplex fabric"), divided by the shrink:
+#                   tuning that no longer fits
 #     jobprio       per-job priority (TensorLights' idea, one fixed order for the whole run):
 #                   fifo, every byte of the first job in band 0, of the second in band 1
 #                   (mercury-ps --job-band)
@@ -59,7 +60,9 @@ PAIRS="resnet50+vgg16 bert_base+inception3" NODES=4 REPEAT=3 ITERS=8 SCALE=25 K=
 BULK=1 BULK_MB=200 BULK_BAND=last RCVBUF=8192 OUT=${OUT:-$CL_ROOT/build/bench-multijob}
 SETTINGS="fifo partition jobprio mercury mercury-2to1 mercury-2to1-prio"
 # ByteScheduler's best (P, C) per model alone, MXNet placement (cluster/RESULTS.md, issue 17)
-TUNED=${TUNED:-"resnet50:125000:2000000 vgg16:500000:8000000 alexnet:125000:2000000 inception3:125000:500000 bert_base:125000:2000000"}
+# ByteScheduler's (P, C) per model, tuned alone on the full-duplex fabric (cluster/tune.sh at
+# 372bb2c, as cluster/fabric.sh's; until 2026-12-06 13:30 the egress-only fabric's)
+TUNED=${TUNED:-"resnet50:125000:2000000 vgg16:125000:1000000 alexnet:125000:1000000 inception3:125000:1000000 bert_base:125000:1000000"}
 while [ $# -gt 0 ]; do
 	case $1 in
 	--pairs) PAIRS=$2; shift ;;
