@@ -32,13 +32,15 @@ _mercuryd() {
 	--hook) COMPREPLY=($(compgen -W "auto tcx clsact" -- "$cur")); return ;;
 	--dscp) COMPREPLY=($(compgen -W "off default" -- "$cur")); return ;;
 	--dscp-guard) COMPREPLY=($(compgen -W "on off" -- "$cur")); return ;;
+	--control) COMPREPLY=($(compgen -W "first default" -- "$cur")); return ;;
+	--job-policy) COMPREPLY=($(compgen -W "share priority" -- "$cur")); return ;;
 	--group) COMPREPLY=($(compgen -g -- "$cur")); return ;;
 	--bands | --rate | --default-band | --pid | --fd | --next | --offset | --len | --level | --metrics-interval)
 		return ;;
 	esac
 	if [ -z "$cmd" ]; then
 		if [[ $cur == -* ]]; then
-			COMPREPLY=($(compgen -W "-j --json -p --pretty -v --verbose --pin-root -h --help -V --version" -- "$cur"))
+			COMPREPLY=($(compgen -W "-j --json -p --pretty -v --verbose -q --quiet --pin-root -h --help -V --version" -- "$cur"))
 		else
 			COMPREPLY=($(compgen -W "attach detach status tag serve metrics fastpath" -- "$cur"))
 		fi
@@ -47,7 +49,7 @@ _mercuryd() {
 	case $cmd in
 	attach)
 		if [[ $cur == -* ]]; then
-			COMPREPLY=($(compgen -W "--qdisc --bands --rate --default-band --hook --dscp --dscp-guard --job-policy --force --from --help" -- "$cur"))
+			COMPREPLY=($(compgen -W "--qdisc --bands --rate --default-band --hook --dscp --dscp-guard --control --job-policy --force --from --help" -- "$cur"))
 		else
 			COMPREPLY=($(compgen -W "$(_mercuryd_ifaces)" -- "$cur"))
 		fi ;;

@@ -16,7 +16,9 @@ check() { if eval "$2"; then echo "ok: $1"; else echo "FAIL: $1"; fails=$((fails
 man=$(sed 's/\\-/-/g; s/\\f[BIRP]//g' "$root/man/mercuryd.8")
 cmds=$("$bin" --help | awk '/^Commands:/ { f = 1; next } /^$/ { f = 0 } f && /^  [a-z]/ { print $1 }')
 check "mercuryd --help lists the commands ($(echo $cmds))" "[ $(echo "$cmds" | wc -w) -ge 7 ]"
-known=" json pretty verbose pin-root help version "
+# the global options, from mercuryd --help's own list
+known=" help $("$bin" --help | awk '/^Options:/ { f = 1; next } /^$/ { f = 0 } f && /^  (-[a-zA-Z], )?--/ { sub(/^  -[a-zA-Z], /, "  "); print substr($1, 3) }' | tr '\n' ' ') "
+check "mercuryd --help lists the global options ($known)" "[[ '$known' == *' quiet '* && '$known' == *' pin-root '* ]]"
 for c in $cmds; do
 	opts=$("$bin" "$c" --help | awk '/^Options:/ { f = 1; next } /^$/ { f = 0 } f && /^  (-[a-zA-Z], )?--/ { sub(/^  -[a-zA-Z], /, "  "); print substr($1, 3) }')
 	for o in $opts; do
