@@ -36,8 +36,7 @@ SCALE=${SCALE:-25} PORT_QUEUES=${PORT_QUEUES:-8} OUT=${OUT:-$CL_ROOT/build/bench
 # Real per-port buffers of the sweep (bytes; divided by the shrink like the default 2 MiB)
 BUFFERS="524288 8388608 33554432" SWEEP_MODEL=resnet50 TWORACK_MODELS="resnet50 vgg16"
 SWEEP=1 TWORACK=1 PARTITION=1 MAIN=1 MODELS_SET=0 TWORACK_NODES=8 BIG_NODES_MODELS=${BIG_NODES_MODELS:-"resnet50 vgg16"}
-# ByteScheduler's best (P, C) per model under MXNet placement, from cluster/tune.sh
-TUNED=${TUNED:-"resnet50:125000:2000000 vgg16:125000:1000000 alexnet:125000:1000000 inception3:125000:1000000 bert_base:125000:1000000"}
+# ByteScheduler's (P, C) per model: cluster/lib.sh's TUNED (tuned on this fabric)
 while [ $# -gt 0 ]; do
 	case $1 in
 	--models) MODELS=$2 MODELS_SET=1; shift ;;
@@ -69,12 +68,6 @@ RATE=$((10000 / SCALE))
 mkdir -p "$OUT"
 : >"$OUT/results.jsonl"
 export CL_DSCP=1
-
-tuned_of() { # MODEL K -> --part P --credit C (shrunk), ByteScheduler's defaults otherwise
-	local e p=1000000 c=4000000
-	for e in $TUNED; do [ "${e%%:*}" = "$1" ] && IFS=: read -r _ p c <<<"$e"; done
-	echo --part $((p / $2)) --credit $((c / $2))
-}
 
 # cell LABEL MODEL MODE PORT_QUEUES ARGS...: one run with the switch ports set first
 cell() {

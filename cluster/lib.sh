@@ -83,6 +83,18 @@ shrink_of() {
 	case $1 in vgg16 | bert_base) echo 8 ;; alexnet) echo 4 ;; tiny) echo 1 ;; *) echo 2 ;; esac
 }
 
+# ByteScheduler's best (P, C) per model under MXNet placement, tuned alone on the full-duplex
+# fabric (`cluster/tune.sh --models "..." --cases mxnet --iters 6` at 372bb2c; cluster/RESULTS.md
+# "ByteScheduler tuned on the full-duplex fabric"), MODEL:P:C in real bytes; TUNED overrides.
+TUNED=${TUNED:-"resnet50:125000:2000000 vgg16:125000:1000000 alexnet:125000:1000000 inception3:125000:1000000 bert_base:125000:1000000"}
+# tuned_of MODEL K -> "--part P --credit C" shrunk K times (ByteScheduler's defaults, 1M and
+# 4M, for a model not in TUNED)
+tuned_of() {
+	local e p=1000000 c=4000000
+	for e in $TUNED; do [ "${e%%:*}" = "$1" ] && IFS=: read -r _ p c <<<"$e"; done
+	echo --part $((p / $2)) --credit $((c / $2))
+}
+
 # model_setup MODEL SCALE ITERS OUT_JSONL: the model's shrink and time scale (MODEL_K, MODEL_TS
 # = SCALE / K), the nodes' minimum RTO scaled to it, mercury-ps's run arguments (MODEL_ARGS:
 # ITERS measured iterations after one warm-up), and the ideal bound's line appended to

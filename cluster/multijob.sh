@@ -60,9 +60,8 @@ PAIRS="resnet50+vgg16 bert_base+inception3" NODES=4 REPEAT=3 ITERS=8 SCALE=25 K=
 BULK=1 BULK_MB=200 BULK_BAND=last RCVBUF=8192 OUT=${OUT:-$CL_ROOT/build/bench-multijob}
 SETTINGS="fifo partition jobprio mercury mercury-2to1 mercury-2to1-prio"
 # ByteScheduler's best (P, C) per model alone, MXNet placement (cluster/RESULTS.md, issue 17)
-# ByteScheduler's (P, C) per model, tuned alone on the full-duplex fabric (cluster/tune.sh at
-# 372bb2c, as cluster/fabric.sh's; until 2026-12-06 13:30 the egress-only fabric's)
-TUNED=${TUNED:-"resnet50:125000:2000000 vgg16:125000:1000000 alexnet:125000:1000000 inception3:125000:1000000 bert_base:125000:1000000"}
+# ByteScheduler's (P, C) per model: cluster/lib.sh's TUNED, tuned alone on the full-duplex
+# fabric (until 2026-12-06 13:30 the egress-only fabric's)
 while [ $# -gt 0 ]; do
 	case $1 in
 	--pairs) PAIRS=$2; shift ;;
@@ -96,11 +95,6 @@ TS=$(echo "$SCALE / $K" | bc -l)
 mkdir -p "$OUT"
 : >"$OUT/results.jsonl"
 
-tuned_of() { # MODEL -> --part P --credit C (shrunk)
-	local e p=1000000 c=4000000
-	for e in $TUNED; do [ "${e%%:*}" = "$1" ] && IFS=: read -r _ p c <<<"$e"; done
-	echo --part $((p / K)) --credit $((c / K))
-}
 
 # args_of SETTING J MODEL ITERS: job J's mercury-ps arguments in SETTING
 args_of() {
@@ -108,7 +102,7 @@ args_of() {
 	a="--iters $n --warmup 1 --shrink $K --time-scale $TS --job $((j + 1))"
 	case $s in
 	fifo) ;;
-	partition) a+=" $(tuned_of "$m")" ;;
+	partition) a+=" $(tuned_of "$m" "$K")" ;;
 	jobprio) a+=" --job-band $j" ;;
 	mercury) a+=" --weight 1 --rcvbuf $RCVBUF" ;;
 	mercury-2to1 | mercury-2to1-prio) a+=" --weight $((j == 0 ? 2 : 1)) --rcvbuf $RCVBUF" ;;
