@@ -176,8 +176,8 @@ static __always_inline int mercury_finish(struct __sk_buff *skb, struct mercury_
 	 * records this packet's band: until then the high-water mark is taken as it comes
 	 * (an ISN in the upper half of sequence space is not "behind" 0). */
 	dscp_fresh = ss && conf->dscp_guard && !ss->dscp_band;
-	/* DSCP export: tagged packets only (their band, kept or not, or the fabric guard's);
-	 * others keep theirs. */
+	/* DSCP export of tagged packets (their band, kept or not, or the fabric guard's);
+	 * segments without payload were marked above, others keep theirs. */
 	if (conf->dscp_on && outcome == MERCURY_OUT_TAGGED) {
 		__u64 dband = band;
 
