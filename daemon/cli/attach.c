@@ -77,8 +77,8 @@ static void print_attached(const struct cli_ctx *ctx, const char *iface,
 				       json_object_new_int64(st->qdisc_handle >> 16));
 		json_object_object_add(o, "mqprio_hw", json_object_new_boolean(st->mqprio_hw));
 		json_object_object_add(o, "dscp", dscp_json(st->dscp_on, st->dscp, st->nbands));
-		json_object_object_add(
-		    o, "control", json_object_new_string(st->control_first ? "first" : "default"));
+		json_object_object_add(o, "control",
+				       json_object_new_string(control_name(st->control_first)));
 		json_object_object_add(o, "pins", json_object_new_string(dir));
 		if (why && *why)
 			json_object_object_add(o, "auto", json_object_new_string(why));

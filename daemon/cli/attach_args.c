@@ -207,6 +207,14 @@ static const struct {
     {"af43", 38}, {"cs5", 40},	{"va", 44},   {"ef", 46},   {"cs6", 48},  {"cs7", 56},
 };
 
+const char *control_name(bool first)
+{
+	for (const struct cli_enum *e = control_names; e->name; e++)
+		if (e->value == (first ? 1 : 0))
+			return e->name;
+	return "?";
+}
+
 const char *dscp_name(unsigned v)
 {
 	for (size_t i = 0; i < sizeof(dscp_names) / sizeof(dscp_names[0]); i++)

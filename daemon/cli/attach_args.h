@@ -31,6 +31,9 @@ struct attach_args {
  * af11..af43, ef, va, le, be), band 0 first. 0, or -EINVAL with a message in err. */
 int dscp_opt_parse(const char *s, struct dscp_opt *d, char *err, size_t errlen);
 
+/* The --control name of cfg.control_first: "first" or "default". */
+const char *control_name(bool first);
+
 /* The name of a DSCP value ("cs5", "af41", "ef"), or NULL for values without one. */
 const char *dscp_name(unsigned v);
 

@@ -9,6 +9,7 @@
 #include <json-c/json.h>
 
 #include "tc/band_plan.h"
+#include "attach_args.h"
 #include "cli.h"
 #include "loader/fastpath.h"
 #include "loader/iface_pins.h"
@@ -49,7 +50,7 @@ static struct json_object *status_json(const char *root, const char *iface, cons
 	json_object_object_add(o, "default_band", json_object_new_int((int)st->default_band));
 	/* TCP segments without payload: band 0 (and band 0's DSCP) or as untagged traffic */
 	json_object_object_add(o, "control",
-			       json_object_new_string(cfg->control_first ? "first" : "default"));
+			       json_object_new_string(control_name(cfg->control_first)));
 	json_object_object_add(o, "rate_bps", json_object_new_int64((int64_t)st->rate_bps));
 	json_object_object_add(o, "job_policy",
 			       json_object_new_string(job_policy_name(st->job_policy) ?: "?"));
