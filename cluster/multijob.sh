@@ -46,7 +46,9 @@
 #
 # Usage: cluster/multijob.sh [--pairs "a+b c+d"] [--nodes N] [--repeat N] [--iters N]
 #        [--shrink K] [--bulk-mb M] [--bulk-band last|0] [--no-bulk] [--rcvbuf B] [--quick]
-#        [--out DIR]
+#        [--settings "S ..."] [--out DIR]
+# --settings runs only those of the together settings (the ideal and alone runs always run),
+# e.g. to compare one setting's variants (--rcvbuf) side by side.
 # A smoke of the script itself (about a minute): --pairs tiny+tiny --nodes 2 --shrink 1
 # --repeat 1 --iters 3 --bulk-mb 20
 set -uo pipefail
@@ -73,6 +75,7 @@ while [ $# -gt 0 ]; do
 	--bulk-band) BULK_BAND=$2; shift ;;
 	--no-bulk) BULK=0 ;;
 	--rcvbuf) RCVBUF=$2; shift ;;
+	--settings) want_settings=$2; shift ;;
 	--quick) PAIRS=resnet50+vgg16 REPEAT=1 ITERS=3 BULK_MB=50 ;;
 	--out) OUT=$2; shift ;;
 	-h | --help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
@@ -80,6 +83,13 @@ while [ $# -gt 0 ]; do
 	esac
 	shift
 done
+if [ -n "${want_settings:-}" ]; then
+	for s in $want_settings; do
+		[[ " $SETTINGS " == *" $s "* ]] ||
+			{ echo "bench-multijob: unknown setting '$s' (one of: $SETTINGS)" >&2; exit 2; }
+	done
+	SETTINGS=$want_settings
+fi
 for v in REPEAT ITERS NODES BULK_MB K RCVBUF; do
 	[[ ${!v} =~ ^[1-9][0-9]*$ ]] || { echo "bench-multijob: --${v,,} takes a count >= 1" >&2; exit 2; }
 done
