@@ -43,12 +43,16 @@
 # connections x (N - 1) x jobs <= the port buffer): measured 2026-12-06, with 16 KiB each
 # the share-policy cells put both jobs' windows on the switch ports at once and lost 7-8k
 # packets and 140-150 timeouts a run, against 400 and 7 under the priority rule.
+# The bound costs link use too (a window counts the bytes queued in the sender's own qdisc):
+# cluster/RESULTS.md, "Why Mercury trails ByteScheduler on this pair", compares 4 KiB to
+# 256 KiB on both fabrics.
 #
 # Usage: cluster/multijob.sh [--pairs "a+b c+d"] [--nodes N] [--repeat N] [--iters N]
 #        [--shrink K] [--bulk-mb M] [--bulk-band last|0] [--no-bulk] [--rcvbuf B] [--quick]
-#        [--settings "S ..."] [--out DIR]
+#        [--settings "S ..."] [--mercury-args "ARGS"] [--out DIR]
 # --settings runs only those of the together settings (the ideal and alone runs always run),
-# e.g. to compare one setting's variants (--rcvbuf) side by side.
+# e.g. to compare one setting's variants (--rcvbuf) side by side. --mercury-args: more
+# mercury-ps options for every Mercury job, alone and together (e.g. "--conns 2").
 # A smoke of the script itself (about a minute): --pairs tiny+tiny --nodes 2 --shrink 1
 # --repeat 1 --iters 3 --bulk-mb 20
 set -uo pipefail
@@ -59,7 +63,7 @@ export CL_BANDS=${CL_BANDS:-8}
 . "$here/lib.sh"
 
 PAIRS="resnet50+vgg16 bert_base+inception3" NODES=4 REPEAT=3 ITERS=8 SCALE=25 K=8 MARGIN=1.5
-BULK=1 BULK_MB=200 BULK_BAND=last RCVBUF=8192 OUT=${OUT:-$CL_ROOT/build/bench-multijob}
+BULK=1 BULK_MB=200 BULK_BAND=last RCVBUF=8192 MERCURY_ARGS="" OUT=${OUT:-$CL_ROOT/build/bench-multijob}
 SETTINGS="fifo partition jobprio mercury mercury-2to1 mercury-2to1-prio"
 # ByteScheduler's best (P, C) per model alone, MXNet placement (cluster/RESULTS.md, issue 17)
 # ByteScheduler's (P, C) per model: cluster/lib.sh's TUNED, tuned alone on the full-duplex
@@ -76,6 +80,7 @@ while [ $# -gt 0 ]; do
 	--no-bulk) BULK=0 ;;
 	--rcvbuf) RCVBUF=$2; shift ;;
 	--settings) want_settings=$2; shift ;;
+	--mercury-args) MERCURY_ARGS=$2; shift ;;
 	--quick) PAIRS=resnet50+vgg16 REPEAT=1 ITERS=3 BULK_MB=50 ;;
 	--out) OUT=$2; shift ;;
 	-h | --help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
@@ -114,8 +119,8 @@ args_of() {
 	fifo) ;;
 	partition) a+=" $(tuned_of "$m" "$K")" ;;
 	jobprio) a+=" --job-band $j" ;;
-	mercury) a+=" --weight 1 --rcvbuf $RCVBUF" ;;
-	mercury-2to1 | mercury-2to1-prio) a+=" --weight $((j == 0 ? 2 : 1)) --rcvbuf $RCVBUF" ;;
+	mercury) a+=" --weight 1 --rcvbuf $RCVBUF $MERCURY_ARGS" ;;
+	mercury-2to1 | mercury-2to1-prio) a+=" --weight $((j == 0 ? 2 : 1)) --rcvbuf $RCVBUF $MERCURY_ARGS" ;;
 	esac
 	echo "$a"
 }
