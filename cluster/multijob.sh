@@ -22,9 +22,11 @@
 #     mercury-2to1  Mercury, the first job weight 2, the second weight 1, job policy share
 #                   (mercuryd attach --job-policy share: each job its own htb class, assured
 #                   rate in proportion to its weight, layer priority inside it)
+#     mercury-prio  Mercury, equal weights under the priority rule (mercuryd's default policy:
+#                   both jobs' layer groups share bands by layer rank)
 #     mercury-2to1-prio  the same weights under the priority rule (mercuryd's default: the
 #                   lighter job one band lower; mercuryd attach --job-policy priority)
-# Every setting but mercury-2to1-prio runs under the job policy share; the nodes are
+# Every setting but mercury-prio and mercury-2to1-prio runs under the job policy share; the nodes are
 # re-attached (--force) when the policy changes between cells.
 # Then the bulk case (the first pair): the same modes with a fixed-size bulk transfer
 # (bench/link_bulk.py send --bytes, 4 TCP connections, untagged) from node 0 to node 1,
@@ -64,7 +66,7 @@ export CL_BANDS=${CL_BANDS:-8}
 
 PAIRS="resnet50+vgg16 bert_base+inception3" NODES=4 REPEAT=3 ITERS=8 SCALE=25 K=8 MARGIN=1.5
 BULK=1 BULK_MB=200 BULK_BAND=last RCVBUF=8192 MERCURY_ARGS="" OUT=${OUT:-$CL_ROOT/build/bench-multijob}
-SETTINGS="fifo partition jobprio mercury mercury-2to1 mercury-2to1-prio"
+SETTINGS="fifo partition jobprio mercury mercury-prio mercury-2to1 mercury-2to1-prio"
 # ByteScheduler's best (P, C) per model alone, MXNet placement (cluster/RESULTS.md, issue 17)
 # ByteScheduler's (P, C) per model: cluster/lib.sh's TUNED, tuned alone on the full-duplex
 # fabric (until 2026-12-06 13:30 the egress-only fabric's)
@@ -119,7 +121,7 @@ args_of() {
 	fifo) ;;
 	partition) a+=" $(tuned_of "$m" "$K")" ;;
 	jobprio) a+=" --job-band $j" ;;
-	mercury) a+=" --weight 1 --rcvbuf $RCVBUF $MERCURY_ARGS" ;;
+	mercury | mercury-prio) a+=" --weight 1 --rcvbuf $RCVBUF $MERCURY_ARGS" ;;
 	mercury-2to1 | mercury-2to1-prio) a+=" --weight $((j == 0 ? 2 : 1)) --rcvbuf $RCVBUF $MERCURY_ARGS" ;;
 	esac
 	echo "$a"
@@ -142,7 +144,7 @@ cell() {
 	local pair=$1 case=$2 s=$3 na=$4 nb=$5 bulk=${6:-} one j models
 	read -ra models <<<"${pair/+/ }"
 	# A cell under another policy than its label says would be a wrong figure: stop.
-	job_policy "$([ "$s" = mercury-2to1-prio ] && echo priority || echo share)" ||
+	job_policy "$(case $s in *-prio) echo priority ;; *) echo share ;; esac)" ||
 		{ echo "bench-multijob: $pair $case $s: cannot set the job policy" >&2; exit 1; }
 	MJ_MODEL=() MJ_MODE=() MJ_ARGS=()
 	for j in 0 1; do

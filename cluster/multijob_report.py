@@ -30,7 +30,8 @@ import statistics
 import sys
 from collections import defaultdict
 
-SETTINGS = ["fifo", "partition", "jobprio", "mercury", "mercury-2to1", "mercury-2to1-prio"]
+SETTINGS = ["fifo", "partition", "jobprio", "mercury", "mercury-prio", "mercury-2to1",
+            "mercury-2to1-prio"]
 
 
 def med(xs):
