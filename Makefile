@@ -324,9 +324,9 @@ demo-cluster: $(BUILD)/mercury-ps $(BUILD)/mercuryd
 	cluster/demo.sh
 
 # Two PS jobs sharing 4 nodes (ResNet-50 + VGG16, BERT-base + Inception-v3; alone, fifo,
-# tuned ByteScheduler, per-job priority, Mercury 1:1 and 2:1), then beside a bulk transfer:
-# about 40 min (cluster/multijob.sh; --repeat 1 about 15). Not in CI: tests/integration/
-# test_multijob.sh is its smoke.
+# tuned ByteScheduler, per-job priority, Mercury 1:1 under share and under priority, 2:1),
+# then beside a bulk transfer: about 45 min (cluster/multijob.sh; --repeat 1 about 17). Not
+# in CI: tests/integration/test_multijob.sh is its smoke.
 bench-multijob: $(BUILD)/mercury-ps $(BUILD)/mercuryd
 	cluster/multijob.sh
 

@@ -26,8 +26,8 @@
 #                   both jobs' layer groups share bands by layer rank)
 #     mercury-2to1-prio  the same weights under the priority rule (mercuryd's default: the
 #                   lighter job one band lower; mercuryd attach --job-policy priority)
-# Every setting but mercury-prio and mercury-2to1-prio runs under the job policy share; the nodes are
-# re-attached (--force) when the policy changes between cells.
+# Every setting but mercury-prio and mercury-2to1-prio runs under the job policy share; the
+# nodes are re-attached (--force) when the policy changes between cells.
 # Then the bulk case (the first pair): the same modes with a fixed-size bulk transfer
 # (bench/link_bulk.py send --bytes, 4 TCP connections, untagged) from node 0 to node 1,
 # started BULK_DELAY seconds after the jobs, and once alone. Untagged traffic is in the last
