@@ -65,7 +65,8 @@ export CL_BANDS=${CL_BANDS:-8}
 . "$here/lib.sh"
 
 PAIRS="resnet50+vgg16 bert_base+inception3" NODES=4 REPEAT=3 ITERS=8 SCALE=25 K=8 MARGIN=1.5
-BULK=1 BULK_MB=200 BULK_BAND=last RCVBUF=8192 MERCURY_ARGS="" OUT=${OUT:-$CL_ROOT/build/bench-multijob}
+BULK=1 BULK_MB=200 BULK_BAND=last RCVBUF=8192 MERCURY_ARGS=""
+OUT=${OUT:-$CL_ROOT/build/bench-multijob}
 SETTINGS="fifo partition jobprio mercury mercury-prio mercury-2to1 mercury-2to1-prio"
 # ByteScheduler's best (P, C) per model alone, MXNet placement (cluster/RESULTS.md, issue 17)
 # ByteScheduler's (P, C) per model: cluster/lib.sh's TUNED, tuned alone on the full-duplex
@@ -121,8 +122,11 @@ args_of() {
 	fifo) ;;
 	partition) a+=" $(tuned_of "$m" "$K")" ;;
 	jobprio) a+=" --job-band $j" ;;
-	mercury | mercury-prio) a+=" --weight 1 --rcvbuf $RCVBUF $MERCURY_ARGS" ;;
-	mercury-2to1 | mercury-2to1-prio) a+=" --weight $((j == 0 ? 2 : 1)) --rcvbuf $RCVBUF $MERCURY_ARGS" ;;
+	mercury*)
+		local w=1
+		[[ $s == mercury-2to1* ]] && w=$((j == 0 ? 2 : 1))
+		a+=" --weight $w --rcvbuf $RCVBUF $MERCURY_ARGS"
+		;;
 	esac
 	echo "$a"
 }

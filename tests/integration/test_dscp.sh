@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # DSCP export on real traffic: `mercuryd attach --dscp` in the sender namespace, three TCP
 # flows to the receiver, a packet capture on the receiver's veth (before its tc ingress, where
-# a test program drops 1 in 32 of each flow's data packets so that the senders retransmit), ECN on.
+# a test program drops 1 in 32 of each flow's data packets so that the senders retransmit),
+# ECN on.
 # Checks: each tagged flow's segments, retransmissions included, arrive with its band's DSCP
 # and the ECN codepoint TCP gave them kept (ECT(0) on first transmissions, not-ECT on
 # retransmissions, RFC 3168 6.1.5), IPv4 header checksums verify, IPv6 too;
