@@ -84,16 +84,17 @@ rc=$?
 check "rank 1 killed: rank 0 stopped ${took} s later (< 10 s, its timeout)" "lt $took 10"
 check "rank 1 killed: the run failed (exit $rc)" "[ $rc -ne 0 ]"
 # rank 0's message: in the launcher's copy of its output (node0.log) or the per-rank logs,
-# which can land after the launcher exits: look for up to 2 s
+# which can land after the launcher exits, a line half written at first: look for up to 2 s
+lost='(worker|server|node) 1 '
 for ((i = 0; i < 40; i++)); do
 	# where rank 0 was when it noticed: waiting for an aggregate, or pushing the next layer
 	msg=$(grep -hoE "(waiting for|asking for|pushing) layer [0-9]+'s (aggregate|gradient) of iteration [0-9]+: .*" \
 		-r "$d" --include='*.log' | head -n 1)
-	[ -n "$msg" ] && break
+	[[ $msg =~ $lost ]] && break
 	sleep 0.05
 done
 check "rank 1 killed: rank 0 names the layer and the lost rank ($msg)" \
-	"[[ \"\$msg\" =~ (worker|server|node)\ 1\  ]]" || tail -n 20 "$d"/node*.log
+	"[[ \"\$msg\" =~ \$lost ]]" || tail -n 20 "$d"/node*.log
 
 # 2. The same under --max_restarts 1, with a checkpoint every 15 steps.
 CL_TORCH_ENV="PET_MAX_RESTARTS=1" start restarted --timeout 10 --ckpt-every 15
