@@ -41,7 +41,8 @@
 # the two runs (per-iteration forward-pass ends, fp_end, on one clock).
 #
 # Mercury's window bound is halved for two jobs (--rcvbuf B, default 8192 bytes: mercury-ps's
-# 16 KiB divided by the jobs that share the links), the rule of docs/fabric.md (window x
+# 16 KiB divided by the jobs that share the links; 0: no bound, the kernel autotunes), the
+# rule of docs/fabric.md (window x
 # connections x (N - 1) x jobs <= the port buffer): measured 2026-12-06, with 16 KiB each
 # the share-policy cells put both jobs' windows on the switch ports at once and lost 7-8k
 # packets and 140-150 timeouts a run, against 400 and 7 under the priority rule.
@@ -98,9 +99,11 @@ if [ -n "${want_settings:-}" ]; then
 	done
 	SETTINGS=$want_settings
 fi
-for v in REPEAT ITERS NODES BULK_MB K RCVBUF; do
+for v in REPEAT ITERS NODES BULK_MB K; do
 	[[ ${!v} =~ ^[1-9][0-9]*$ ]] || { echo "bench-multijob: --${v,,} takes a count >= 1" >&2; exit 2; }
 done
+# 0 is mercury-ps's own "no bound" (the kernel autotunes the window)
+[[ $RCVBUF =~ ^(0|[1-9][0-9]*)$ ]] || { echo "bench-multijob: --rcvbuf takes a byte count >= 0 (0: autotuned windows)" >&2; exit 2; }
 case $BULK_BAND in last | 0) ;; *) echo "bench-multijob: --bulk-band is last or 0" >&2; exit 2 ;; esac
 for p in $PAIRS; do
 	[[ $p == *+* ]] && [ -f "$CL_ROOT/models/${p%%+*}.prof" ] && [ -f "$CL_ROOT/models/${p##*+}.prof" ] ||
