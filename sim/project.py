@@ -39,11 +39,11 @@ def parse_grid(text):
         except ValueError:
             pc = None
         if not sep or pc is None or pc[0] <= 0 or (pc[1] is not None and pc[1] <= 0):
-            raise SystemExit(f"project.py: bad --grid cell '{cell}': want P:C, e.g. "
-                             "1000000:4000000 or 4000000:all")
+            raise ValueError(f"bad --grid cell '{cell}': want P:C, e.g. 1000000:4000000 or "
+                             "4000000:all")
         grid.append(pc)
     if not grid:
-        raise SystemExit("project.py: --grid is empty")
+        raise ValueError("--grid is empty")
     return grid
 
 
@@ -73,7 +73,10 @@ def main(argv=None):
                     "parameters, C 'all' = the whole model in flight (default: %(default)s)")
     ap.add_argument("-j", "--json", action="store_true", help="one JSON line per cell")
     a = ap.parse_args(argv)
-    grid = parse_grid(a.grid)
+    try:
+        grid = parse_grid(a.grid)
+    except ValueError as e:
+        ap.error(str(e))
     modes = [m for m in MODES if m[0] in a.modes.split()]
     t0 = time.process_time()
     rows = []

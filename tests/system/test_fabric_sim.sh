@@ -70,4 +70,23 @@ check "calibrate --check fails a cell off by more than 5 %" "[ $rc = 1 ]"
 n=$($py "$root/sim/calibrate.py" "$root/sim/fixtures/egress_only_RESULTS_md.FIXTURE.jsonl" 2>/dev/null |
 	grep -c ' | egress | ')
 check "calibrate reads the whole fixture (22 cells)" "[ '$n' = 22 ]"
+
+# 5. a flow group whose inputs have all finished finishes: BERT-base's partition cell at
+# (125K, 2M) stalled on 6e-5 bytes of rounding before 8c0286b
+out=$($sim --profile bert_base --mode partition --nodes 4 --rate 400mbit --cluster-scale 25 \
+	--part 15625 --credit 250000 -j 2>&1)
+check "BERT-base partition (125K, 2M) completes: $out" "grep -q '\"iter_s\"' <<<\"\$out\""
+
+# 6. project.py tunes ByteScheduler: the cell's figure is its grid's fastest (P, C), and a
+# bad grid is refused with a reason
+out=$($py "$root/sim/project.py" --models resnet50 --nodes 16 --rates 10gbit --modes partition \
+	--grid "125000:500000 4000000:all" -j 2>/dev/null)
+check "project.py picks the grid's fastest cell: $out" "$py -c '
+import json, sys
+r = json.loads(sys.argv[1]); g = r[\"grid\"]
+sys.exit(not (len(g) == 2 and r[\"iter_s\"] == min(g.values())))' '$out'"
+err=$($py "$root/sim/project.py" --grid "1000000" 2>&1)
+rc=$?
+check "project.py refuses a grid cell without its credit (exit $rc: $err)" \
+	"[ $rc = 2 ] && grep -q 'bad --grid cell' <<<\"\$err\""
 checks_done
