@@ -14,15 +14,19 @@
 # Default variants: queues:on:  queues-noguard:off:  conns16:on:--conns 16
 #                   conns16-noguard:off:--conns 16
 #
+# --tworack: two racks of N/2 nodes joined by an uplink of N/2 x rate / 2 each way (2:1, as
+# bench-fabric's two-rack cells), its queues the switch ports' (FIFO or DSCP).
+#
 # Usage: cluster/dscp_settings.sh [--models "resnet50 ..."] [--nodes N] [--repeat N]
-#        [--iters N] [--scale S] [--queues Q] [--variant LABEL:GUARD:ARGS]... [--out DIR]
+#        [--iters N] [--scale S] [--queues Q] [--variant LABEL:GUARD:ARGS]... [--tworack]
+#        [--out DIR]
 # Prints one table (cluster/fabric_report.py's format is per mode; this one per variant) and
 # leaves DIR/results.jsonl.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 
-MODELS="resnet50 vgg16" NODES=4 REPEAT=2 ITERS=6 SCALE=25 QUEUES=8
+MODELS="resnet50 vgg16" NODES=4 REPEAT=2 ITERS=6 SCALE=25 QUEUES=8 FABRIC=duplex
 OUT=${OUT:-$CL_ROOT/build/bench-dscp-settings}
 VARIANTS=()
 while [ $# -gt 0 ]; do
@@ -34,6 +38,7 @@ while [ $# -gt 0 ]; do
 	--scale) SCALE=$2; shift ;;
 	--queues) QUEUES=$2; shift ;;
 	--variant) VARIANTS+=("$2"); shift ;;
+	--tworack) FABRIC=tworack ;;
 	--out) OUT=$2; shift ;;
 	-h | --help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
 	*) echo "dscp-settings: unknown option $1 (--help)" >&2; exit 2 ;;
@@ -58,7 +63,7 @@ mkdir -p "$OUT"
 res=$OUT/results.jsonl
 : >"$res"
 export CL_DSCP=1
-CL_PORT_QUEUES=1 CL_PORT_BUF_REAL=2097152 CL_FABRIC=duplex
+CL_PORT_QUEUES=1 CL_PORT_BUF_REAL=2097152 CL_FABRIC=$FABRIC
 trap cluster_down EXIT
 cluster_up "$NODES" "$RATE" mercuryd 2> >(grep -v quantum >&2) || exit 1
 serve_start || exit 1
@@ -89,12 +94,13 @@ REP=0
 labels="fifo-ports"
 for v in "${VARIANTS[@]}"; do labels+=" ${v%%:*}"; done
 # Median of the runs per model and variant, each run's range, retransmissions and timeouts
-jq -rs --arg labels "$labels" --arg n "$NODES" --arg q "$QUEUES" --arg rate "$RATE" '
+jq -rs --arg labels "$labels" --arg n "$NODES" --arg q "$QUEUES" --arg rate "$RATE" \
+	--arg fabric "$([ "$FABRIC" = tworack ] && echo "two racks, 2:1 uplink" || echo "full duplex")" '
 	def med: sort | if length % 2 == 1 then .[length / 2 | floor]
 		else (.[length / 2 - 1] + .[length / 2]) / 2 end;
 	def f3: . * 1000 | round / 1000 | tostring;
 	($labels | split(" ")) as $ls
-	| "\($n) nodes, \($rate) Mbit/s full duplex, \($q) DSCP queues (fifo-ports: FIFO switch ports); " +
+	| "\($n) nodes, \($rate) Mbit/s, \($fabric), \($q) DSCP queues (fifo-ports: FIFO switch ports); " +
 	  "median s an iteration (range) [retransmitted segments, timeouts per run]",
 	  "| model (ideal) | " + ($ls | join(" | ")) + " |",
 	  "|---|" + ($ls | map("---|") | join("")),

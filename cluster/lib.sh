@@ -105,8 +105,10 @@ model_setup() {
 	MODEL_TS=$(echo "$2 / $MODEL_K" | bc -l)
 	cluster_rto_scaled "$MODEL_TS" || return 1
 	MODEL_ARGS=(--iters "$3" --warmup 1 --shrink "$MODEL_K" --time-scale "$MODEL_TS")
+	local up=() # two racks: the bound knows the uplink
+	[ "$CL_FABRIC" = tworack ] && up=(--uplink "${CL_UPLINK_MBIT}mbit")
 	"$PS_BIN" ideal --profile "$CL_ROOT/models/$1.prof" --nodes "$CL_NODES" \
-		--rate "${CL_RATE_MBIT}mbit" --shrink "$MODEL_K" --time-scale "$MODEL_TS" |
+		--rate "${CL_RATE_MBIT}mbit" --shrink "$MODEL_K" --time-scale "$MODEL_TS" "${up[@]}" |
 		jq -c --arg m "$1" '{label: "ideal", model: $m, iter_s}' >>"$4"
 }
 
