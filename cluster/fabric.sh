@@ -12,9 +12,9 @@
 #                 fabric (`cluster/tune.sh --models "..." --cases mxnet --iters 6` at 372bb2c;
 #                 cluster/RESULTS.md; TUNED overrides)
 #   mercury       Mercury's defaults, FIFO ports: priority at the sender only
-#   mercury-dscp  Mercury's defaults but --conns 16 (by layer group), switch ports strict
-#                 priority on DSCP (connections by switch queue, run_ps's --dscp-queues,
-#                 lost to 16 by group side by side: cluster/RESULTS.md)
+#   mercury-dscp  Mercury's defaults but --conns 16 (by layer group; 4 on two racks), switch
+#                 ports strict priority on DSCP (connections by switch queue, run_ps's
+#                 --dscp-queues, lost to 16 by group side by side: cluster/RESULTS.md)
 #   ideal         the paper's bound (mercury-ps ideal; with full-duplex links of one rate a
 #                 node's ingress carries per layer what its egress does, so the bound holds
 #                 on this fabric unchanged; two racks add the uplink, --uplink)
@@ -35,7 +35,7 @@ MODELS="resnet50 vgg16 alexnet inception3 bert_base" NODE_COUNTS="4 8" REPEAT=3 
 SCALE=${SCALE:-25} PORT_QUEUES=${PORT_QUEUES:-8} OUT=${OUT:-$CL_ROOT/build/bench-fabric}
 # Real per-port buffers of the sweep (bytes; divided by the shrink like the default 2 MiB)
 BUFFERS="524288 8388608 33554432" SWEEP_MODEL=resnet50 TWORACK_MODELS="resnet50 vgg16"
-SWEEP=1 TWORACK=1 PARTITION=1 MAIN=1 MODELS_SET=0 TWORACK_NODES=8 BIG_NODES_MODELS=${BIG_NODES_MODELS:-"resnet50 vgg16"}
+SWEEP=1 TWORACK=1 PARTITION=1 MAIN=1 MODELS_SET=0 TWORACK_NODES=8 DSCP_CONNS=16 BIG_NODES_MODELS=${BIG_NODES_MODELS:-"resnet50 vgg16"}
 # ByteScheduler's (P, C) per model: cluster/lib.sh's TUNED (tuned on this fabric)
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -98,10 +98,11 @@ model_cells() {
 		[ "$PARTITION" = 1 ] &&
 			cell "partition$tag" "$model" partition 1 "${args[@]}" $(tuned_of "$model" "$k")
 		cell "mercury$tag" "$model" mercury 1 "${args[@]}"
-		# 16 connections by layer group: on DSCP ports the best setting side by side
-		# (cluster/RESULTS.md, "DSCP settings side by side"), not one per switch queue
+		# connections by layer group, DSCP_CONNS of them: on DSCP ports the best setting
+		# side by side (cluster/RESULTS.md, "DSCP settings side by side"), not one per
+		# switch queue
 		CL_DSCP_CONNS=0 cell "mercury-dscp$tag" "$model" mercury "$PORT_QUEUES" "${args[@]}" \
-			--conns 16
+			--conns "$DSCP_CONNS"
 	done
 	REP=0
 	echo "bench-fabric: $model on $CL_NODES nodes ($tag) done" >&2
@@ -128,6 +129,11 @@ for n in $NODE_COUNTS; do
 done
 if [ "$TWORACK" = 1 ]; then
 	n=$TWORACK_NODES
+	# Behind the 2:1 uplink 16 connections a pair starve in the lower queues past their
+	# timers (86-454 timeouts a run); 4 by layer group met 2-70 and ran 1.07-1.32x
+	# faster (`cluster/dscp_settings.sh --tworack`, cluster/RESULTS.md, "8 nodes, and two
+	# racks")
+	DSCP_CONNS=4
 	CL_PORT_QUEUES=1 CL_PORT_BUF_REAL=2097152
 	CL_FABRIC=tworack
 	cluster_up "$n" "$RATE" mercuryd 2> >(grep -v quantum >&2) || exit 1
