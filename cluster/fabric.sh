@@ -130,7 +130,7 @@ done
 if [ "$TWORACK" = 1 ]; then
 	n=$TWORACK_NODES
 	# Behind the 2:1 uplink 16 connections a pair starve in the lower queues past their
-	# timers (86-454 timeouts a run); 4 by layer group met 2-70 and ran 1.07-1.32x
+	# timers (43-454 timeouts a run); 4 by layer group met 2-70 and ran 1.07-1.32x
 	# faster (`cluster/dscp_settings.sh --tworack`, cluster/RESULTS.md, "8 nodes, and two
 	# racks")
 	DSCP_CONNS=4
