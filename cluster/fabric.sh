@@ -10,7 +10,8 @@
 #   fifo          vanilla PS, untagged, FIFO ports
 #   partition     ByteScheduler with the (P, C) tuned per model by cluster/tune.sh on this
 #                 fabric (`cluster/tune.sh --models "..." --cases mxnet --iters 6` at 372bb2c;
-#                 cluster/RESULTS.md; TUNED overrides)
+#                 at 8 nodes re-tuned with --nodes 8; cluster/RESULTS.md; TUNED and
+#                 TUNED_8N of cluster/lib.sh override)
 #   mercury       Mercury's defaults, FIFO ports: priority at the sender only
 #   mercury-dscp  Mercury's defaults but --conns 16 (by layer group; 4 on two racks), switch
 #                 ports strict priority on DSCP (connections by switch queue, run_ps's
@@ -36,7 +37,7 @@ SCALE=${SCALE:-25} PORT_QUEUES=${PORT_QUEUES:-8} OUT=${OUT:-$CL_ROOT/build/bench
 # Real per-port buffers of the sweep (bytes; divided by the shrink like the default 2 MiB)
 BUFFERS="524288 8388608 33554432" SWEEP_MODEL=resnet50 TWORACK_MODELS="resnet50 vgg16"
 SWEEP=1 TWORACK=1 PARTITION=1 MAIN=1 MODELS_SET=0 TWORACK_NODES=8 DSCP_CONNS=16 BIG_NODES_MODELS=${BIG_NODES_MODELS:-"resnet50 vgg16"}
-# ByteScheduler's (P, C) per model: cluster/lib.sh's TUNED (tuned on this fabric)
+# ByteScheduler's (P, C) per model: cluster/lib.sh's TUNED and, at 8 nodes, TUNED_8N
 while [ $# -gt 0 ]; do
 	case $1 in
 	--models) MODELS=$2 MODELS_SET=1; shift ;;
