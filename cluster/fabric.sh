@@ -80,17 +80,12 @@ cell() {
 
 # model_cells TAG MODEL: ideal once, then every mode REPEAT times in turn
 model_cells() {
-	local tag=$1 model=$2 k ts args
-	k=$(shrink_of "$model")
-	ts=$(echo "$SCALE / $k" | bc -l)
-	cluster_rto_scaled "$ts" || return 1
+	local tag=$1 model=$2 k args
+	model_params "$model" "$SCALE" "$ITERS" || return 1
+	k=$MODEL_K args=("${MODEL_ARGS[@]}")
 	cluster_fabric_shrink "$k" || return 1
-	args=(--iters "$ITERS" --warmup 1 --shrink "$k" --time-scale "$ts")
-	local up=()
-	[ "$CL_FABRIC" = tworack ] && up=(--uplink "${CL_UPLINK_MBIT}mbit")
-	"$PS_BIN" ideal --profile "$CL_ROOT/models/$model.prof" --nodes "$CL_NODES" --rate "${RATE}mbit" \
-		--shrink "$k" --time-scale "$ts" "${up[@]}" |
-		jq -c --arg l "ideal$tag" --arg f "$(fabric_desc)" --argjson k "$k" --argjson ts "$ts" \
+	model_ideal "$model" |
+		jq -c --arg l "ideal$tag" --arg f "$(fabric_desc)" --argjson k "$k" --argjson ts "$MODEL_TS" \
 			'. + {label: $l, fabric: $f, shrink: $k, time_scale: $ts, rate_mbit: '"$RATE"'}' \
 			>>"$OUT/results.jsonl"
 	for ((REP = 0; REP < REPEAT; REP++)); do

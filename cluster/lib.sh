@@ -101,21 +101,31 @@ tuned_of() {
 	echo --part $((p / $2)) --credit $((c / $2))
 }
 
-# model_setup MODEL SCALE ITERS OUT_JSONL: the model's shrink and time scale (MODEL_K, MODEL_TS
-# = SCALE / K), the nodes' minimum RTO scaled to it, mercury-ps's run arguments (MODEL_ARGS:
-# ITERS measured iterations after one warm-up), and the ideal bound's line appended to
-# OUT_JSONL ({label: "ideal", model, iter_s}). The port buffer is the caller's
-# (cluster_fabric_shrink).
-model_setup() {
+# model_params MODEL SCALE ITERS: the model's shrink and time scale (MODEL_K, MODEL_TS =
+# SCALE / K), the nodes' minimum RTO scaled to it, and mercury-ps's run arguments
+# (MODEL_ARGS: ITERS measured iterations after one warm-up). The port buffer is the
+# caller's (cluster_fabric_shrink).
+model_params() {
 	MODEL_K=$(shrink_of "$1")
 	MODEL_TS=$(echo "$2 / $MODEL_K" | bc -l)
 	cluster_rto_scaled "$MODEL_TS" || return 1
 	MODEL_ARGS=(--iters "$3" --warmup 1 --shrink "$MODEL_K" --time-scale "$MODEL_TS")
-	local up=() # two racks: the bound knows the uplink
+}
+
+# model_ideal MODEL: `mercury-ps ideal`'s line for this cluster and model_params' scaling;
+# on two racks the bound knows the uplink.
+model_ideal() {
+	local up=()
 	[ "$CL_FABRIC" = tworack ] && up=(--uplink "${CL_UPLINK_MBIT}mbit")
 	"$PS_BIN" ideal --profile "$CL_ROOT/models/$1.prof" --nodes "$CL_NODES" \
-		--rate "${CL_RATE_MBIT}mbit" --shrink "$MODEL_K" --time-scale "$MODEL_TS" "${up[@]}" |
-		jq -c --arg m "$1" '{label: "ideal", model: $m, iter_s}' >>"$4"
+		--rate "${CL_RATE_MBIT}mbit" --shrink "$MODEL_K" --time-scale "$MODEL_TS" "${up[@]}"
+}
+
+# model_setup MODEL SCALE ITERS OUT_JSONL: model_params, and the ideal bound's line appended
+# to OUT_JSONL ({label: "ideal", model, iter_s}).
+model_setup() {
+	model_params "$1" "$2" "$3" || return 1
+	model_ideal "$1" | jq -c --arg m "$1" '{label: "ideal", model: $m, iter_s}' >>"$4"
 }
 
 cl_ns() { echo "${CL_PFX}n$1"; }
