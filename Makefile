@@ -297,7 +297,7 @@ uninstall:
 	-rmdir $(DESTDIR)$(PYTHONDIR)/mercury 2>/dev/null
 
 # Reference PS on the emulated cluster (cluster/): the paper's comparison and its short demo.
-.PHONY: bench-cluster demo-cluster bench-torch bench-torch-trace bench-baseline bench-fabric bench-multijob
+.PHONY: bench-cluster demo-cluster bench-torch bench-torch-trace bench-baseline bench-fabric bench-multijob bench-ecn
 # Real training (resnet18 on 2 emulated nodes, 4 rates) against DDP over gloo: ~55 min.
 bench-torch: $(BUILD)/mercury-ps $(BUILD)/mercuryd $(BUILD)/libmercury-ps.so
 	bench/torch_bench.sh
@@ -322,6 +322,12 @@ bench-baseline: $(BUILD)/mercury-ps $(BUILD)/mercuryd
 
 demo-cluster: $(BUILD)/mercury-ps $(BUILD)/mercuryd
 	cluster/demo.sh
+
+# Drop-tail against ECN-marking FIFO switch ports side by side (fifo, tuned ByteScheduler,
+# mercury; mercury with autotuned windows on ECN ports): 4 nodes, ResNet-50 and VGG16,
+# about 5 min (cluster/ecn.sh; --nodes 8 --scale 50 for the 8-node cells).
+bench-ecn: $(BUILD)/mercury-ps $(BUILD)/mercuryd $(BUILD)/bench/port_ecn
+	cluster/ecn.sh
 
 # Two PS jobs sharing 4 nodes (ResNet-50 + VGG16, BERT-base + Inception-v3; alone, fifo,
 # tuned ByteScheduler, per-job priority, Mercury 1:1 under share and under priority, 2:1),

@@ -23,7 +23,7 @@ def counters(tag, i):
         return [int(x) for x in f.read().split()]
 
 
-out_segs = retrans = tx = timeouts = rtx_host_queued = 0
+out_segs = retrans = tx = timeouts = rtx_host_queued = ce_received = 0
 for i in range(n):
     a, b = counters("c0", i), counters("c1", i)
     out_segs += b[0] - a[0]
@@ -33,6 +33,8 @@ for i in range(n):
         timeouts += b[3] - a[3]
     if len(a) > 4 and len(b) > 4:
         rtx_host_queued += b[4] - a[4]
+    if len(a) > 5 and len(b) > 5:
+        ce_received += b[5] - a[5]
 
 
 def read_or(name, default):
@@ -85,6 +87,9 @@ res = {
     # (TCPSpuriousRtxHostQueues): a timer that fired on local queueing, not a loss.
     "rtx_still_queued": rtx_host_queued,
     "switch_drops": switch_drops,
+    # Packets that arrived with CE (IpExt InCEPkts, every node): marks of ECN ports
+    # (CL_PORT_ECN=1), a GSO packet's segments counted one by one.
+    "ce_received": ce_received,
     "fabric": fabric,
     "link_util": round(tx * 8 / (n * rate * 1e6 * (t1 - t0)), 4),
     "host_cpu_busy": round((busy1 - busy0) / (tot1 - tot0), 3) if tot1 > tot0 else None,

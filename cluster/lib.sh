@@ -18,6 +18,12 @@
 # DSCP-to-queue map and strict-priority scheduling does); the nodes' classifiers then write
 # each packet's level as DSCP (mercuryd attach --dscp, cl_dscp_list).
 #
+# ECN-marking ports (CL_PORT_ECN=1, FIFO ports only): every switch port also marks CE on an
+# ECN-capable packet that arrives while its queue holds more than CL_ECN_MARK bytes (default
+# a quarter of the port buffer), as a ToR switch with WRED/ECN does (bench/port_ecn.c: this
+# kernel has no marking qdisc); the nodes negotiate ECN (net.ipv4.tcp_ecn=1), so TCP halves
+# its window on a mark instead of losing packets at the port.
+#
 # Port buffer: CL_PORT_BUF_REAL (2 MiB) is what one 10/25 GbE port of a shared-buffer ToR
 # switch can hold under congestion (e.g. 32 MB shared by 32-48 ports, with dynamic
 # thresholds letting a congested port take a few MB: docs/fabric.md). The emulation divides
@@ -37,6 +43,7 @@ set -uo pipefail
 CL_ROOT=${MERCURY_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
 PS_BIN=${PS_BIN:-$CL_ROOT/build/mercury-ps}
 MERCURYD=${MERCURYD:-$CL_ROOT/build/mercuryd}
+PORT_ECN=${PORT_ECN:-$CL_ROOT/build/bench/port_ecn}
 CL_PFX=${CL_PFX:-mc$$}
 CL_PIN=/sys/fs/bpf/$CL_PFX
 CL_RUN=/run/$CL_PFX
@@ -58,6 +65,8 @@ CL_FABRIC=${CL_FABRIC:-duplex}
 CL_DEFAULT_BAND=${CL_DEFAULT_BAND:-0}
 CL_PORT_BUF_REAL=${CL_PORT_BUF_REAL:-2097152}
 CL_PORT_QUEUES=${CL_PORT_QUEUES:-1}
+CL_PORT_ECN=${CL_PORT_ECN:-0}
+CL_ECN_MARK_SET=${CL_ECN_MARK:-} # an explicit threshold in bytes, whatever the port buffer
 CL_OVERSUB=${CL_OVERSUB:-2}
 CL_PORT_BUF_SET=${CL_PORT_BUF:-} # an explicit buffer in emulated bytes, whatever the shrink
 CL_PORT_BUF=${CL_PORT_BUF:-$((CL_PORT_BUF_REAL / 2))}
@@ -168,6 +177,10 @@ cluster_up() {
 		echo "cluster: CL_PORT_QUEUES is 1 (FIFO), 2, 4 or 8, not '$CL_PORT_QUEUES'" >&2
 		return 1 ;;
 	esac
+	if [ "$CL_PORT_ECN" = 1 ] && { [ "$CL_PORT_QUEUES" -gt 1 ] || [ "$CL_FABRIC" = egress ]; }; then
+		echo "cluster: CL_PORT_ECN=1 marks FIFO switch ports: not with CL_PORT_QUEUES=$CL_PORT_QUEUES or CL_FABRIC=$CL_FABRIC" >&2
+		return 1
+	fi
 	ip netns add "${CL_PFX}sw" || return 1
 	cl_sw ip link add br0 type bridge || return 1
 	cl_sw ip link set br0 up
@@ -196,6 +209,7 @@ cluster_up() {
 		# A connection whose tensors were preempted for a while must not restart from a
 		# small window (the usual setting for training clusters; the same in every mode).
 		cl_in "$i" sysctl -qw net.ipv4.tcp_slow_start_after_idle=0
+		cl_node_ecn "$i" || return 1
 		shaper_attach "$i" "$rate" || return 1
 	done
 	if [ "$CL_FABRIC" = tworack ]; then
@@ -207,12 +221,16 @@ cluster_up() {
 	echo "cluster: $n nodes ($CL_PFX), links ${rate} Mbit/s, $(fabric_desc), shaper $CL_SHAPER, congestion control $cc, slow start after idle off"
 }
 
+# cl_node_ecn I: node I asks for ECN on its connections where the ports mark (CL_PORT_ECN=1),
+# else only accepts it (the kernel's default)
+cl_node_ecn() { cl_in "$1" sysctl -qw net.ipv4.tcp_ecn="$([ "$CL_PORT_ECN" = 1 ] && echo 1 || echo 2)"; }
 cl_sw() { nsenter --net=/var/run/netns/"${CL_PFX}sw" "$@"; }
 # cl_rack I N: the switch (0 or 1) node I of N hangs off.
 cl_rack() { [ "$CL_FABRIC" = tworack ] && [ "$1" -ge $((($2 + 1) / 2)) ] && echo 1 || echo 0; }
 
 fabric_desc() {
 	local ports="FIFO ports of $CL_PORT_BUF bytes"
+	[ "$CL_PORT_ECN" = 1 ] && ports+=", ECN marked above $(cl_ecn_mark) bytes"
 	[ "$CL_PORT_QUEUES" -gt 1 ] &&
 		ports="$CL_PORT_QUEUES strict-priority DSCP queues of $CL_PORT_BUF bytes per port"
 	case $CL_FABRIC in
@@ -233,6 +251,8 @@ cl_dscp_list() {
 # The switch queue (0 = served first) of band B: bands spread evenly over the queues (the
 # same rule as mercury-ps --dscp-queues, ps_band_queues_even).
 cl_queue_of() { echo $(($1 * CL_PORT_QUEUES / CL_BANDS)); }
+# The ECN marking threshold of a port (CL_PORT_ECN=1), in bytes.
+cl_ecn_mark() { echo "${CL_ECN_MARK_SET:-$((CL_PORT_BUF / 4))}"; }
 
 # port_shape DEV RATE_MBIT: the switch side of a link, DEV's egress in the switch namespace,
 # is a FIFO (tbf) or CL_PORT_QUEUES strict-priority queues (htb leaves prio 0..Q-1, each a
@@ -244,6 +264,7 @@ port_shape() {
 	local dev=$1 rate=$2 q b cls unmarked=10
 	[ "$CL_FABRIC" = egress ] && return 0
 	cl_sw tc qdisc del dev "$dev" root 2>/dev/null
+	cl_sw "$PORT_ECN" detach "$dev" 2>/dev/null
 	if [ "$CL_PORT_QUEUES" -le 1 ]; then
 		# CL_PORT_SEGMENT=1: a peak rate just above the rate with a 1514-byte bucket makes
 		# tbf cut every GSO packet into MTU-sized ones, so a full port drops packets one
@@ -252,6 +273,9 @@ port_shape() {
 		[ "${CL_PORT_SEGMENT:-0}" = 1 ] && seg=(peakrate "$((rate * 105 / 100))mbit" mtu 1514)
 		cl_sw tc qdisc add dev "$dev" root handle 5: tbf rate "${rate}mbit" burst 64kb \
 			limit "$CL_PORT_BUF" "${seg[@]}" || return 1
+		[ "$CL_PORT_ECN" = 1 ] || return 0
+		cl_sw "$PORT_ECN" attach "$dev" --rate "${rate}mbit" --burst 65536 \
+			--limit "$CL_PORT_BUF" --mark-above "$(cl_ecn_mark)" || return 1
 		return 0
 	fi
 	[ "${CL_PORT_UNMARKED:-last}" = last ] && unmarked=$((10 + CL_PORT_QUEUES - 1))
@@ -282,6 +306,15 @@ cluster_ports() {
 	if [ "$CL_FABRIC" = tworack ]; then
 		port_shape u0 "$CL_UPLINK_MBIT" && port_shape u1 "$CL_UPLINK_MBIT" || return 1
 	fi
+}
+
+# cluster_ecn 0|1: FIFO switch ports without or with ECN marking (CL_PORT_ECN) between runs,
+# the nodes asking for ECN on their connections only where the ports mark.
+cluster_ecn() {
+	local i
+	CL_PORT_ECN=$1
+	for ((i = 0; i < CL_NODES; i++)); do cl_node_ecn "$i" || return 1; done
+	cluster_ports 1
 }
 
 # cluster_fabric_shrink K: the port buffer for a model shrunk K times (CL_PORT_BUF_REAL / K
@@ -401,8 +434,9 @@ fastpath_start() {
 }
 
 # Kernel counters of node i: "OutSegs RetransSegs tx_bytes(e0) TCPTimeouts
-# TCPSpuriousRtxHostQueues" (the last: retransmissions TCP dropped because the original was
-# still queued in the node itself, e.g. waiting in a starved band: a timer, not a loss).
+# TCPSpuriousRtxHostQueues InCEPkts" (TCPSpuriousRtxHostQueues: retransmissions TCP dropped
+# because the original was still queued in the node itself, e.g. waiting in a starved band: a
+# timer, not a loss; InCEPkts: packets received with CE, marked by an ECN port).
 counters() {
 	cl_in "$1" awk '
 		/^Tcp:/ { if (!h) { for (k = 1; k <= NF; k++) col[$k] = k; h = 1 }
@@ -411,8 +445,10 @@ counters() {
 	cl_in "$1" awk -F'[: ]+' '$2 == "e0" { print $11 }' /proc/net/dev | tr '\n' ' '
 	cl_in "$1" awk '
 		/^TcpExt:/ { if (!h) { for (k = 1; k <= NF; k++) col[$k] = k; h = 1 }
-			     else { print $col["TCPTimeouts"], $col["TCPSpuriousRtxHostQueues"] } }' \
-		/proc/net/netstat
+			     else { to = $col["TCPTimeouts"]; held = $col["TCPSpuriousRtxHostQueues"] } }
+		/^IpExt:/ { if (!hi) { for (k = 1; k <= NF; k++) ic[$k] = k; hi = 1 }
+			    else { ce = $ic["InCEPkts"] } }
+		END { print to, held, ce + 0 }' /proc/net/netstat
 }
 
 # counters_after DIR: every node's counters, the switch drops and the fabric after a run,

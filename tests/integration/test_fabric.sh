@@ -4,7 +4,7 @@
 # towards each node is a bounded FIFO at the node's rate, so two senders into one node share
 # its downlink (in the egress-only fabric they would get twice the rate); with DSCP ports the
 # nodes' classifiers mark each packet's level and the switch queues it by DSCP; the PS runs
-# correctly over both and reports timeouts and switch drops.
+# correctly over both and reports timeouts and switch drops; ECN-marking ports mark CE.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 [ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root"; exit 77; }
@@ -75,6 +75,29 @@ check "... and with CL_DSCP_CONNS=0 the one connection given" \
 	"tail -n1 '$out/r.jsonl' | jq -e '.ok and .conns == 1' >/dev/null"
 dscp=$(cl_in 0 "$MERCURYD" --pin-root "$CL_PIN/n0" -j status e0 | jq -c '.interfaces[0].dscp // empty')
 check "mercuryd status shows the band-to-DSCP map the cluster gave (${dscp:0:40}...)" "[ -n '$dscp' ]"
+
+# ECN-marking FIFO ports (CL_PORT_ECN): two ECN senders into node 0 get CE marks there and
+# lose nothing; the PS runs over them and reports the marks.
+cluster_ecn 1 || { echo "FAIL: ECN switch ports"; exit 1; }
+check "the port towards node 0 has the marking filter in front of its FIFO" \
+	"cl_sw tc filter show dev s0 egress | grep -q 'name mercury_port_ec ' && cl_sw tc qdisc show dev s0 | grep -q 'tbf 5: root'"
+ce0=$(counters 0 | awk '{ print $6 }')
+for p in 5203 5204; do
+	cl_in 0 iperf3 -s -1 -p "$p" -B "$(cl_ip 0)" >/dev/null 2>&1 &
+	pids+=($!)
+done
+sleep 0.5
+cl_in 1 iperf3 -c "$(cl_ip 0)" -p 5203 -t 3 -P 2 >/dev/null 2>&1 &
+a=$!
+cl_in 2 iperf3 -c "$(cl_ip 0)" -p 5204 -t 3 -P 2 >/dev/null 2>&1
+wait "$a"
+ce1=$(counters 0 | awk '{ print $6 }')
+check "two ECN senders into node 0: CE marks arrive ($((ce1 - ce0)) packets)" "[ $((ce1 - ce0)) -gt 0 ]"
+run_ps "$out/r.jsonl" mercury-ecn tiny mercury --iters 2 --chunk 10000 --verify --timeout 20 --rcvbuf 0
+check "mercury over ECN ports: every node finished, every pull matched; the run names the marking and counts CE" \
+	"tail -n1 '$out/r.jsonl' | jq -e '.ok and (.fabric | test(\"ECN marked above\")) and (.ce_received | type) == \"number\"' >/dev/null"
+cluster_ecn 0 || { echo "FAIL: back to drop-tail ports"; exit 1; }
+check "cluster_ecn 0 removes the marking filter" "! cl_sw tc filter show dev s0 egress | grep -q 'name mercury_port_ec '"
 
 [ $fails -eq 0 ] && { echo "all checks passed"; exit 0; }
 echo "$fails check(s) failed"
