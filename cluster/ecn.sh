@@ -90,9 +90,12 @@ REP=0
 CL_PORT_ECN=1
 labels=""
 for v in "${VARIANTS[@]}"; do labels+="${labels:+ }${v%%:*}"; done
+# the port buffer and threshold are each model's (shrunk): the fabric without them
+fabric=$(fabric_desc | sed 's/FIFO ports of [0-9]* bytes, ECN marked above [0-9]* bytes/FIFO ports of 2 MiB real \/ the model'"'"'s shrink, ECN marked above a quarter of it/')
+[ -n "$CL_ECN_MARK_SET" ] && fabric=${fabric/a quarter of it/$CL_ECN_MARK_SET bytes}
 # Median of the runs per model and variant, each run's range, and per run: retransmitted
 # segments / timeouts / CE-marked packets received
-jq -rs --arg labels "$labels" --arg n "$NODES" --arg rate "$RATE" --arg fabric "$(fabric_desc)" '
+jq -rs --arg labels "$labels" --arg n "$NODES" --arg rate "$RATE" --arg fabric "$fabric" '
 	def med: sort | if length % 2 == 1 then .[length / 2 | floor]
 		else (.[length / 2 - 1] + .[length / 2]) / 2 end;
 	def f3: . * 1000 | round / 1000 | tostring;
