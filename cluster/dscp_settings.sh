@@ -94,21 +94,7 @@ REP=0
 labels="fifo-ports"
 for v in "${VARIANTS[@]}"; do labels+=" ${v%%:*}"; done
 # Median of the runs per model and variant, each run's range, retransmissions and timeouts
-jq -rs --arg labels "$labels" --arg n "$NODES" --arg q "$QUEUES" --arg rate "$RATE" \
-	--arg fabric "$([ "$FABRIC" = tworack ] && echo "two racks, 2:1 uplink" || echo "full duplex")" '
-	def med: sort | if length % 2 == 1 then .[length / 2 | floor]
-		else (.[length / 2 - 1] + .[length / 2]) / 2 end;
-	def f3: . * 1000 | round / 1000 | tostring;
-	($labels | split(" ")) as $ls
-	| "\($n) nodes, \($rate) Mbit/s, \($fabric), \($q) DSCP queues (fifo-ports: FIFO switch ports); " +
-	  "median s an iteration (range) [retransmitted segments, timeouts per run]",
-	  "| model (ideal) | " + ($ls | join(" | ")) + " |",
-	  "|---|" + ($ls | map("---|") | join("")),
-	  (group_by(.model)[] as $m
-	   | ($m | map(select(.label == "ideal"))[0].iter_s) as $ideal
-	   | "| \($m[0].model) (\($ideal | f3)) | " +
-	     ([$ls[] as $l | $m | map(select(.label == $l and .ok))
-	       | if length == 0 then "-" else
-	         "\(map(.iter_s) | med | f3) (\(map(.iter_s) | min | f3)-\(map(.iter_s) | max | f3)) " +
-	         "[\(map("\(.retrans_segs)/\(.timeouts)") | join(", "))]" end] | join(" | ")) + " |")
-' "$res" | tee "$OUT/table.md"
+fabric=$([ "$FABRIC" = tworack ] && echo "two racks, 2:1 uplink" || echo "full duplex")
+jq -rs --arg labels "$labels" --arg ce 0 -f "$here/variant_table.jq" --arg heading \
+	"$NODES nodes, $RATE Mbit/s, $fabric, $QUEUES DSCP queues (fifo-ports: FIFO switch ports); median s an iteration (range) [retransmitted segments/timeouts per run]" \
+	"$res" | tee "$OUT/table.md"

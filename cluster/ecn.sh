@@ -95,20 +95,6 @@ fabric=$(fabric_desc | sed 's/FIFO ports of [0-9]* bytes, ECN marked above [0-9]
 [ -n "$CL_ECN_MARK_SET" ] && fabric=${fabric/a quarter of it/$CL_ECN_MARK_SET bytes}
 # Median of the runs per model and variant, each run's range, and per run: retransmitted
 # segments / timeouts / CE-marked packets received
-jq -rs --arg labels "$labels" --arg n "$NODES" --arg rate "$RATE" --arg fabric "$fabric" '
-	def med: sort | if length % 2 == 1 then .[length / 2 | floor]
-		else (.[length / 2 - 1] + .[length / 2]) / 2 end;
-	def f3: . * 1000 | round / 1000 | tostring;
-	($labels | split(" ")) as $ls
-	| "\($n) nodes, \($rate) Mbit/s, \($fabric) (-ecn: with the marks; others drop-tail); " +
-	  "median s an iteration (range) [retransmitted segments / timeouts / CE received, per run]",
-	  "| model (ideal) | " + ($ls | join(" | ")) + " |",
-	  "|---|" + ($ls | map("---|") | join("")),
-	  (group_by(.model)[] as $m
-	   | ($m | map(select(.label == "ideal"))[0].iter_s) as $ideal
-	   | "| \($m[0].model) (\($ideal | f3)) | " +
-	     ([$ls[] as $l | $m | map(select(.label == $l and .ok))
-	       | if length == 0 then "-" else
-	         "\(map(.iter_s) | med | f3) (\(map(.iter_s) | min | f3)-\(map(.iter_s) | max | f3)) " +
-	         "[\(map("\(.retrans_segs)/\(.timeouts)/\(.ce_received)") | join(", "))]" end] | join(" | ")) + " |")
-' "$res" | tee "$OUT/table.md"
+jq -rs --arg labels "$labels" --arg ce 1 -f "$here/variant_table.jq" --arg heading \
+	"$NODES nodes, $RATE Mbit/s, $fabric (-ecn: with the marks; others drop-tail); median s an iteration (range) [retransmitted segments/timeouts/CE received per run]" \
+	"$res" | tee "$OUT/table.md"
