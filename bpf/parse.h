@@ -67,6 +67,27 @@ static __always_inline int mercury_skip_ipv6_ext(void *data, void *data_end, __u
 	return nexthdr;
 }
 
+/* Ethernet with one optional VLAN tag: the L3 protocol and its header's offset; false when
+ * the packet is too short for them. */
+static __always_inline bool mercury_parse_l2(void *data, void *data_end, __u32 *off, __be16 *proto)
+{
+	struct ethhdr *eth = data;
+
+	if ((void *)(eth + 1) > data_end)
+		return false;
+	*proto = eth->h_proto;
+	*off = sizeof(*eth);
+	if (*proto == bpf_htons(ETH_P_8021Q) || *proto == bpf_htons(ETH_P_8021AD)) {
+		struct vlan_hdr *vh = data + *off;
+
+		if ((void *)(vh + 1) > data_end)
+			return false;
+		*proto = vh->h_vlan_encapsulated_proto;
+		*off += sizeof(*vh);
+	}
+	return true;
+}
+
 /*
  * Headers of an egress packet: L2 (Ethernet, one optional VLAN tag), IPv4 or IPv6 with up to
  * IP6_EXT_WALK extension headers, TCP. Returns an outcome, or MERCURY_NEEDS_SOCK with *seq set
@@ -77,22 +98,12 @@ static __always_inline __u32 mercury_parse(struct __sk_buff *skb, struct mercury
 {
 	void *data = (void *)(long)skb->data;
 	void *data_end = (void *)(long)skb->data_end;
-	struct ethhdr *eth = data;
 	struct tcphdr *th;
-	__u32 off = sizeof(*eth), hdrs, len;
+	__u32 off, hdrs, len;
 	__be16 proto;
 
-	if ((void *)(eth + 1) > data_end)
+	if (!mercury_parse_l2(data, data_end, &off, &proto))
 		return MERCURY_OUT_MALFORMED;
-	proto = eth->h_proto;
-	if (proto == bpf_htons(ETH_P_8021Q) || proto == bpf_htons(ETH_P_8021AD)) {
-		struct vlan_hdr *vh = data + off;
-
-		if ((void *)(vh + 1) > data_end)
-			return MERCURY_OUT_MALFORMED;
-		proto = vh->h_vlan_encapsulated_proto;
-		off += sizeof(*vh);
-	}
 	c->l3_off = off;
 
 	if (proto == bpf_htons(ETH_P_IP)) {

@@ -52,23 +52,13 @@ static __always_inline bool find_ip(struct __sk_buff *skb, struct mercury_classi
 {
 	void *data = (void *)(long)skb->data;
 	void *data_end = (void *)(long)skb->data_end;
-	struct ethhdr *eth = data;
-	__u32 off = sizeof(*eth);
+	__u32 off;
 	__be16 proto;
 	__u8 *ip;
 
-	if ((void *)(eth + 1) > data_end)
+	if (!mercury_parse_l2(data, data_end, &off, &proto))
 		return false;
-	proto = eth->h_proto;
-	if (proto == bpf_htons(ETH_P_8021Q) || proto == bpf_htons(ETH_P_8021AD)) {
-		struct vlan_hdr *vh = data + off;
-
-		if ((void *)(vh + 1) > data_end)
-			return false;
-		proto = vh->h_vlan_encapsulated_proto;
-		off += sizeof(*vh);
-	}
-	ip = data + off;
+	ip = data + (off & 0xff);
 	if ((void *)(ip + 1) > data_end)
 		return false;
 	c->l3_off = off;
