@@ -79,8 +79,10 @@ check "mercuryd status shows the band-to-DSCP map the cluster gave (${dscp:0:40}
 # ECN-marking FIFO ports (CL_PORT_ECN): two ECN senders into node 0 get CE marks there and
 # lose nothing; the PS runs over them and reports the marks.
 cluster_ecn 1 || { echo "FAIL: ECN switch ports"; exit 1; }
+# tc's output captured first: grep -q leaving a pipe early fails it under pipefail (SIGPIPE)
+filters=$(cl_sw tc filter show dev s0 egress) qdiscs=$(cl_sw tc qdisc show dev s0)
 check "the port towards node 0 has the marking filter in front of its FIFO" \
-	"cl_sw tc filter show dev s0 egress | grep -q 'name mercury_port_ec ' && cl_sw tc qdisc show dev s0 | grep -q 'tbf 5: root'"
+	"[[ \$filters == *'name mercury_port_ec '* && \$qdiscs == *'tbf 5: root'* ]]"
 ce0=$(counters 0 | awk '{ print $6 }')
 for p in 5203 5204; do
 	cl_in 0 iperf3 -s -1 -p "$p" -B "$(cl_ip 0)" >/dev/null 2>&1 &
@@ -97,7 +99,8 @@ run_ps "$out/r.jsonl" mercury-ecn tiny mercury --iters 2 --chunk 10000 --verify 
 check "mercury over ECN ports: every node finished, every pull matched; the run names the marking and counts CE" \
 	"tail -n1 '$out/r.jsonl' | jq -e '.ok and (.fabric | test(\"ECN marked above\")) and (.ce_received | type) == \"number\"' >/dev/null"
 cluster_ecn 0 || { echo "FAIL: back to drop-tail ports"; exit 1; }
-check "cluster_ecn 0 removes the marking filter" "! cl_sw tc filter show dev s0 egress | grep -q 'name mercury_port_ec '"
+filters=$(cl_sw tc filter show dev s0 egress)
+check "cluster_ecn 0 removes the marking filter" "[[ \$filters != *'name mercury_port_ec '* ]]"
 
 [ $fails -eq 0 ] && { echo "all checks passed"; exit 0; }
 echo "$fails check(s) failed"
