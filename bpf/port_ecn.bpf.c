@@ -78,7 +78,7 @@ static __always_inline void count(__u32 which)
  * refuses it, else the bytes queued with it counted. */
 static __always_inline __u64 enqueue(struct port_queue *q, __u64 now, __u64 len)
 {
-	__u64 dt = now > q->last_ns ? now - q->last_ns : 0, drained, queued;
+	__u64 dt = now > q->last_ns ? now - q->last_ns : 0, drained;
 
 	/* at most a second's drain: dt * rate stays below 2^64 up to 18 GB/s */
 	if (dt > 1000000000ULL)
@@ -100,8 +100,7 @@ static __always_inline __u64 enqueue(struct port_queue *q, __u64 now, __u64 len)
 	if (q->backlog + len > limit_bytes)
 		return PORT_ECN_FULL;
 	q->backlog += len;
-	queued = q->backlog;
-	return queued;
+	return q->backlog;
 }
 
 SEC("tc")

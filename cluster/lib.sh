@@ -66,6 +66,7 @@ CL_DEFAULT_BAND=${CL_DEFAULT_BAND:-0}
 CL_PORT_BUF_REAL=${CL_PORT_BUF_REAL:-2097152}
 CL_PORT_QUEUES=${CL_PORT_QUEUES:-1}
 CL_PORT_ECN=${CL_PORT_ECN:-0}
+CL_PORT_BURST=65536 # bytes a FIFO port's tbf sends at once after an idle spell (64 KiB)
 CL_ECN_MARK_SET=${CL_ECN_MARK:-} # an explicit threshold in bytes, whatever the port buffer
 CL_OVERSUB=${CL_OVERSUB:-2}
 CL_PORT_BUF_SET=${CL_PORT_BUF:-} # an explicit buffer in emulated bytes, whatever the shrink
@@ -272,10 +273,11 @@ port_shape() {
 		# by one as a switch does, not 64 KB at a time
 		local seg=()
 		[ "${CL_PORT_SEGMENT:-0}" = 1 ] && seg=(peakrate "$((rate * 105 / 100))mbit" mtu 1514)
-		cl_sw tc qdisc add dev "$dev" root handle 5: tbf rate "${rate}mbit" burst 64kb \
+		cl_sw tc qdisc add dev "$dev" root handle 5: tbf rate "${rate}mbit" burst "$CL_PORT_BURST" \
 			limit "$CL_PORT_BUF" "${seg[@]}" || return 1
 		[ "$CL_PORT_ECN" = 1 ] || return 0
-		cl_sw "$PORT_ECN" attach "$dev" --rate "${rate}mbit" --burst 65536 \
+		# the marking program models this tbf: the same rate, burst and limit
+		cl_sw "$PORT_ECN" attach "$dev" --rate "${rate}mbit" --burst "$CL_PORT_BURST" \
 			--limit "$CL_PORT_BUF" --mark-above "$(cl_ecn_mark)" || return 1
 		return 0
 	fi
