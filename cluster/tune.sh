@@ -14,11 +14,12 @@
 #
 # Cases: mxnet (MXNet placement at 10 GbE / SCALE), bal (compute scaled to comm = compute),
 # split (every array, and so every partition, sliced over all servers: bench.sh's second
-# table).
+# table), balanced (arrays up to MXNet's bound placed whole on the server holding the fewest
+# parameters so far, mercury.torch's default, for every mode: partitions too).
 # Sizes and credits are in the model's original parameters (divided by the shrink, as every
 # size in cluster/bench.sh).
 #
-# Usage: cluster/tune.sh [--models "vgg16 resnet50"] [--cases "mxnet bal split"] [--iters N]
+# Usage: cluster/tune.sh [--models "vgg16 resnet50"] [--cases "mxnet bal split balanced"] [--iters N]
 #        [--repeat N] [--top N] [--grid "P:C ..."] [--op-costs "0 50 200 1000"]
 #        [--op-cost-model M] [--varying M] [--out DIR] [--nodes N] [--scale S]
 set -uo pipefail
@@ -49,13 +50,13 @@ while [ $# -gt 0 ]; do
 	--out) OUT=$2; shift ;;
 	--nodes) NODES=$2; shift ;;
 	--scale) SCALE=$2; shift ;;
-	-h | --help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
 	*) echo "tune: unknown option $1 (see --help)" >&2; exit 2 ;;
 	esac
 	shift
 done
 for c in $CASES; do
-	case $c in mxnet | bal | split) ;; *) echo "tune: unknown case $c (mxnet, bal, split)" >&2; exit 2 ;; esac
+	case $c in mxnet | bal | split | balanced) ;; *) echo "tune: unknown case $c (mxnet, bal, split, balanced)" >&2; exit 2 ;; esac
 done
 for v in ITERS REPEAT TOP NODES SCALE; do
 	[[ ${!v} =~ ^[1-9][0-9]*$ ]] || { echo "tune: --${v,,} takes a count >= 1" >&2; exit 2; }
@@ -80,7 +81,9 @@ args_of() {
 }
 
 # place_of CASE: the placement flag of a case (the ideal's too).
-place_of() { [ "$1" = split ] && echo --split-all; true; }
+place_of() {
+	case $1 in split) echo --split-all ;; balanced) echo --placement balanced ;; esac
+}
 
 # part_args MODEL P C: partition sizes at the model's shrink.
 part_args() {

@@ -12,7 +12,8 @@ import sys
 
 out = sys.argv[1]
 CASES = {"mxnet": "MXNet placement", "bal": "compute scaled to comm = compute",
-         "split": "every array split over all servers"}
+         "split": "every array split over all servers",
+         "balanced": "balanced placement (whole arrays on the least loaded server)"}
 
 
 def load(path):
@@ -88,7 +89,7 @@ for path in sorted(glob.glob(os.path.join(out, "*.jsonl"))):
         vs_m = f"{m / mm:.3f}" if mm and not name.startswith("mercury") else ""
         print(f"| {name} | {len(xs)} | {m:.3f} | {span(xs)} | {vs_f} | {vs_m} |")
     if ideal and mf and mm:
-        place = CASES["split" if case == "split" else "mxnet"]  # bal: MXNet's, compute scaled
+        place = CASES[case if case in ("split", "balanced") else "mxnet"]  # bal: MXNet's, scaled
         print(f"| ideal (computed, {place}) | | {ideal:.3f} | | {mf / ideal:.2f}x | "
               f"{ideal / mm:.3f} |")
     for r in rows:  # the bound under a partition cell's own placement
