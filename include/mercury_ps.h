@@ -76,10 +76,12 @@ struct mercury_ps_options {
 			  * bands to the heaviest job on the node (2:1 = one band) */
 	int job_band;	 /* fifo, partition: >= 0 tags every byte of the job at this one
 			  * band (per-job priority, 0 .. bands - 3); -1 (default): none */
-	/* Added after job_band (a caller built before gets 16384). */
+	/* Added after job_band (a caller built before gets MERCURY_PS_RCVBUF_AUTO). */
 	int rcvbuf; /* mercury: SO_RCVBUF of each data connection's receiving end, bytes: a bound
 		     * on each connection's window, so that N-to-1 pushes do not overflow a
-		     * switch port (16384; 0: the kernel's autotuning; docs/fabric.md) */
+		     * switch port (MERCURY_PS_RCVBUF_AUTO, the default: 16384 up to 4 nodes,
+		     * then 65536 / nodes, at least 8192; 0: the kernel's autotuning;
+		     * docs/fabric.md) */
 	/* Added after rcvbuf, in what was the struct's tail padding: a caller built before gets
 	 * what its options held there (0 where they were zeroed, as MERCURY_PS_OPTIONS_INIT
 	 * does in practice; anything above 16 is refused). */
@@ -90,11 +92,13 @@ struct mercury_ps_options {
 			  * (0, off: docs/switch-dscp.md) */
 };
 
+#define MERCURY_PS_RCVBUF_AUTO (-1) /* rcvbuf by the node count */
+
 #define MERCURY_PS_OPTIONS_INIT                                                                    \
 	{                                                                                          \
 		.sz = sizeof(struct mercury_ps_options), .conns = 4, .bands = 8, .part = 1000000,  \
 		.credit = 4000000, .bound = 1000000, .timeout_s = 60, .job = 1, .weight = 1,       \
-		.job_band = -1, .rcvbuf = 16384                                                    \
+		.job_band = -1, .rcvbuf = MERCURY_PS_RCVBUF_AUTO                                   \
 	}
 
 struct mercury_ps;

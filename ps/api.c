@@ -102,9 +102,10 @@ static int options_to_config(const struct mercury_ps_options *o, struct ps_confi
 	c->job = o->job;
 	c->weight = o->weight;
 	c->job_band = o->job_band;
-	if (o->rcvbuf < 0 || o->rcvbuf > (64 << 20)) {
+	if (o->rcvbuf < MERCURY_PS_RCVBUF_AUTO || o->rcvbuf > (64 << 20)) {
 		snprintf(err, errlen,
-			 "bad options: rcvbuf %d: give 0 (autotuning) to 67108864 bytes",
+			 "bad options: rcvbuf %d: give -1 (by the node count), 0 (autotuning) "
+			 "or up to 67108864 bytes",
 			 o->rcvbuf);
 		return -EINVAL;
 	}

@@ -28,6 +28,24 @@
 #include "worker.h"
 #include "mercury_groups.h"
 
+/*
+ * 16 KiB (the kernel doubles it) up to 4 nodes: a switch port of a quarter MB holds what every
+ * worker's connections to one server have in flight at once, where 64 KiB overflowed it. With
+ * more nodes the same port meets more senders, so the window shrinks with them (window x
+ * (N - 1) about constant); 8 KiB is the floor: at 4 KiB a window holds too few segments for
+ * fast retransmit (8 nodes, VGG16: 8 KiB ran without a timeout, 4 KiB retransmitted 0.5 %,
+ * 16 KiB met 2-9 timeouts a run; cluster/RESULTS.md "The window bound at 8 nodes").
+ */
+int ps_rcvbuf_for(int rcvbuf, int nodes)
+{
+	int scaled;
+
+	if (rcvbuf >= 0)
+		return rcvbuf;
+	scaled = nodes > 4 ? 65536 / nodes : 16384;
+	return scaled < 8192 ? 8192 : scaled;
+}
+
 void ps_config_defaults(struct ps_config *c)
 {
 	memset(c, 0, sizeof(*c));
@@ -38,10 +56,9 @@ void ps_config_defaults(struct ps_config *c)
 	 * server overflowed its switch port at 8 nodes or a quarter-MB buffer even with the
 	 * window bound (cluster/RESULTS.md, "Full-duplex fabric") */
 	c->conns = 4;
-	/* 16 KiB (the kernel doubles it): a switch port of a quarter MB still holds what every
-	 * worker's connections to one server have in flight at once; 64 KiB overflowed it
-	 * (cluster/RESULTS.md, "Full-duplex fabric"). */
-	c->rcvbuf = 16384;
+	/* By the node count (ps_rcvbuf_for): what the N - 1 workers' connections towards one
+	 * server have in flight at once must fit its switch port. */
+	c->rcvbuf = -1;
 	c->chunk = 65536; /* 256 KiB of floats */
 	c->part = 1000000;
 	c->credit = 4000000;
@@ -193,6 +210,7 @@ int ps_node_start(const struct ps_config *cfg, const uint64_t *params, int nlaye
 	if (!n)
 		return -ENOMEM;
 	n->cfg = *cfg;
+	n->cfg.rcvbuf = ps_rcvbuf_for(cfg->rcvbuf, cfg->nodes);
 	n->t_start = ps_now();
 	iter_window_begin(&n->win, 0);
 	n->L = nlayers;

@@ -51,7 +51,7 @@ struct ps_config {
 			   * 0 or 1: sockets follow the layer groups only */
 	int rcvbuf;	  /* mercury: SO_RCVBUF of every data connection's receiving end, a
 			   * bound on each connection's bytes in flight (incast); 0: the
-			   * kernel's autotuning */
+			   * kernel's autotuning; < 0: by the node count (ps_rcvbuf_for) */
 	uint64_t chunk;	  /* immediate-aggregation chunk, parameters */
 	uint64_t part;	  /* partition mode: parameters per partition */
 	uint64_t credit;  /* partition mode: parameters in flight, push to pull */
@@ -86,6 +86,10 @@ struct ps_config {
 };
 
 void ps_config_defaults(struct ps_config *c);
+
+/* The window bound a configuration uses: rcvbuf as given (0: autotuning), or for rcvbuf < 0
+ * (the default) 16 KiB up to 4 nodes, then 64 KiB / nodes down to 8 KiB. */
+int ps_rcvbuf_for(int rcvbuf, int nodes);
 
 /* Per-node result. */
 struct ps_result {

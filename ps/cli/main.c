@@ -101,7 +101,8 @@ static const struct cli_opt ps_opts[] = {
     {.name = "rcvbuf", .type = CLI_INT, C(rcvbuf), .min = 0, .max = 64 << 20, .arg = "B",
      .help = "mercury: SO_RCVBUF of each data connection's receiver, a bound on its bytes "
 	     "in flight so that N-to-1 pushes do not overflow a switch port (0: kernel "
-	     "autotuning)"},
+	     "autotuning)",
+     .def = "by --nodes: 16384 up to 4, then 65536 / N, at least 8192"},
     {.name = "bands", .type = CLI_INT, C(tag_levels), .min = 2, .max = MERCURY_MAX_LEVELS,
      .arg = "N",
      .help = "bands of mercuryd's interfaces (`attach --bands`): sockets follow its N - 2 "
@@ -271,8 +272,9 @@ static void print_result(const struct ps_config *c, const struct ps_profile *p, 
 	json_object_object_add(o, "conns", json_object_new_int(r->conns));
 	json_object_object_add(o, "dscp_queues",
 			       json_object_new_int(c->mode == PS_MERCURY ? c->dscp_queues : 0));
-	json_object_object_add(o, "rcvbuf",
-			       json_object_new_int(c->mode == PS_MERCURY ? c->rcvbuf : 0));
+	json_object_object_add(
+	    o, "rcvbuf",
+	    json_object_new_int(c->mode == PS_MERCURY ? ps_rcvbuf_for(c->rcvbuf, c->nodes) : 0));
 	json_object_object_add(o, "job", json_object_new_int64(c->job));
 	json_object_object_add(o, "weight", json_object_new_int64(c->weight));
 	json_object_object_add(o, "job_band", json_object_new_int(c->job_band));

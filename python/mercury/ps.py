@@ -28,6 +28,9 @@ from . import _load_library
 
 MODES = {"fifo": 0, "partition": 1, "mercury": 2}
 PLACEMENTS = {"hash": 0, "balanced": 1}
+# rcvbuf's default (MERCURY_PS_RCVBUF_AUTO): 16384 up to 4 nodes, then 65536 / nodes, at least
+# 8192 (docs/fabric.md)
+RCVBUF_AUTO = -1
 
 __all__ = ["ParameterServer", "PSError", "MODES", "PLACEMENTS", "start_server"]
 
@@ -88,6 +91,14 @@ def _check_dscp_queues(dscp_queues):
         raise ValueError("dscp_queues must be an integer 0..16, not %r" % (dscp_queues,))
 
 
+def _check_rcvbuf(rcvbuf):
+    """rcvbuf: RCVBUF_AUTO (-1, by the node count), 0 (autotuning) or bytes up to 64 MiB."""
+    if isinstance(rcvbuf, bool) or not isinstance(rcvbuf, int) or \
+            not RCVBUF_AUTO <= rcvbuf <= 64 << 20:
+        raise ValueError("rcvbuf %r: give -1 (by the node count), 0 (autotuning) or up to %d "
+                         "bytes" % (rcvbuf, 64 << 20))
+
+
 class PSError(OSError):
     """A failed parameter-server call, with the library's reason."""
 
@@ -98,10 +109,9 @@ class ParameterServer:
     def __init__(self, rank, nodes, hosts, layer_params, mode="mercury", conns=4, bands=8,
                  part=1000000, credit=4000000, bound=1000000, timeout=60.0, timeline=None,
                  external_servers=False, colocated_tcp=False, placement="hash", job=1,
-                 weight=1, job_band=-1, rcvbuf=16384, dscp_queues=0):
+                 weight=1, job_band=-1, rcvbuf=RCVBUF_AUTO, dscp_queues=0):
         _check_choices(mode, placement, job, weight, job_band)
-        if not 0 <= int(rcvbuf) <= 64 << 20:
-            raise ValueError("rcvbuf %r: give 0 (autotuning) to %d bytes" % (rcvbuf, 64 << 20))
+        _check_rcvbuf(rcvbuf)
         _check_dscp_queues(dscp_queues)
         if len(hosts) != nodes:
             raise ValueError("%d hosts for %d nodes" % (len(hosts), nodes))
@@ -186,19 +196,21 @@ def _server_binary():
 
 def start_server(rank, nodes, hosts, layer_params, mode="mercury", conns=4, bands=8,
                  part=1000000, credit=4000000, bound=1000000, timeout=60.0, jobs=1,
-                 placement="hash", job=1, weight=1, job_band=-1, rcvbuf=16384,
+                 placement="hash", job=1, weight=1, job_band=-1, rcvbuf=RCVBUF_AUTO,
                  dscp_queues=0):
     """Starts `mercury-ps serve` for node rank with the layout a ParameterServer of the same
     arguments (and external_servers=True) expects; it listens on hosts[rank] and exits after
     `jobs` jobs (0: until terminated), or when the thread that started it ends (call it from
     the main thread). Its errors go to this process's stderr. Returns the subprocess.Popen."""
     _check_choices(mode, placement, job, weight, job_band)
+    _check_rcvbuf(rcvbuf)
     _check_dscp_queues(dscp_queues)
     cmd = [_server_binary(), "serve", "--layers", ",".join(str(int(n)) for n in layer_params),
            "--mode", mode, "--nodes", str(nodes), "--rank", str(rank), "--hosts", ",".join(hosts),
            "--conns", str(conns), "--bands", str(bands), "--part", str(part), "--credit",
            str(credit), "--bound", str(bound), "--timeout", str(timeout), "--jobs", str(jobs),
            "--placement", placement, "--job", str(job), "--weight", str(weight),
-           "--rcvbuf", str(int(rcvbuf)), "--dscp-queues", str(dscp_queues),
-           "--exit-with-parent"] + (["--job-band", str(job_band)] if job_band >= 0 else [])
+           "--dscp-queues", str(dscp_queues), "--exit-with-parent"] + \
+        (["--job-band", str(job_band)] if job_band >= 0 else []) + \
+        (["--rcvbuf", str(int(rcvbuf))] if int(rcvbuf) >= 0 else [])
     return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stdin=subprocess.DEVNULL)

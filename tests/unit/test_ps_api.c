@@ -346,6 +346,36 @@ static void test_job_options(void **state)
 	assert_non_null(strstr(err, "bad configuration"));
 }
 
+/* The window bound: by default by the node count (16 KiB up to 4 nodes, the same in-flight
+ * total towards one server's port from there, never under 8 KiB); a value given, or 0
+ * (autotuning), is kept whatever the count; below -1 is refused naming the field. */
+static void test_rcvbuf_by_nodes(void **state)
+{
+	const char *hosts[] = {"127.0.0.1:1"};
+	const uint64_t params[] = {10};
+	struct mercury_ps_options o = MERCURY_PS_OPTIONS_INIT;
+	struct mercury_ps *ps;
+	char err[256] = "";
+
+	(void)state;
+	assert_int_equal(o.rcvbuf, MERCURY_PS_RCVBUF_AUTO);
+	assert_int_equal(ps_rcvbuf_for(MERCURY_PS_RCVBUF_AUTO, 1), 16384);
+	assert_int_equal(ps_rcvbuf_for(MERCURY_PS_RCVBUF_AUTO, 4), 16384);
+	assert_int_equal(ps_rcvbuf_for(MERCURY_PS_RCVBUF_AUTO, 5), 65536 / 5);
+	assert_int_equal(ps_rcvbuf_for(MERCURY_PS_RCVBUF_AUTO, 8), 8192);
+	assert_int_equal(ps_rcvbuf_for(MERCURY_PS_RCVBUF_AUTO, 16), 8192);
+	assert_int_equal(ps_rcvbuf_for(0, 8), 0);
+	assert_int_equal(ps_rcvbuf_for(65536, 16), 65536);
+
+	o.nodes = 1;
+	o.hosts = hosts;
+	o.layer_params = params;
+	o.nlayers = 1;
+	o.rcvbuf = -2;
+	assert_int_equal(mercury_ps_open(&o, &ps, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "rcvbuf -2"));
+}
+
 /* Options carry their size: one not made with MERCURY_PS_OPTIONS_INIT is refused; a newer
  * caller's longer options pass while their unknown tail is zero and fail when it asks for
  * something (a set field) this library does not have. */
@@ -387,6 +417,7 @@ int main(void)
 	    cmocka_unit_test(test_placement_agreed_at_open),
 	    cmocka_unit_test(test_bad_options),
 	    cmocka_unit_test(test_options_size),
+	    cmocka_unit_test(test_rcvbuf_by_nodes),
 	    cmocka_unit_test(test_job_options),
 	};
 
