@@ -12,8 +12,8 @@
 #   MODE   fifo|partition|mercury (partition: ByteScheduler with cluster/lib.sh's tuned (P, C)
 #          for the model and node count, tuned on drop-tail ports)
 #   ARGS   extra mercury-ps arguments, words split on spaces
-# Default variants: fifo, partition and mercury (Mercury's defaults: 16 connections a pair,
-# 16 KiB windows) on each kind of port, and on ECN ports mercury with the kernel's autotuned
+# Default variants: fifo, partition and mercury (Mercury's defaults: 4 connections a pair,
+# windows by the node count, 16 KiB at 4 nodes and 8 KiB at 8) on each kind of port, and on ECN ports mercury with the kernel's autotuned
 # windows (--rcvbuf 0: the marks, not a fixed window, bound what the senders put on a port).
 #
 # Usage: cluster/ecn.sh [--models "resnet50 ..."] [--nodes N] [--repeat N] [--iters N]

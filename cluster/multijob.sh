@@ -41,7 +41,7 @@
 # the two runs (per-iteration forward-pass ends, fp_end, on one clock).
 #
 # Mercury's window bound is halved for two jobs (--rcvbuf B, default 8192 bytes: mercury-ps's
-# 16 KiB divided by the jobs that share the links; 0: no bound, the kernel autotunes), the
+# 16 KiB at 4 nodes divided by the jobs that share the links; 0: no bound, the kernel autotunes), the
 # rule of docs/fabric.md (window x
 # connections x (N - 1) x jobs <= the port buffer): measured 2026-12-06, with 16 KiB each
 # the share-policy cells put both jobs' windows on the switch ports at once and lost 7-8k
