@@ -97,12 +97,13 @@ shrink_of() {
 # fabric (`cluster/tune.sh --models "..." --cases mxnet --iters 6` at 372bb2c; cluster/RESULTS.md
 # "ByteScheduler tuned on the full-duplex fabric"), MODEL:P:C in real bytes; TUNED overrides.
 TUNED=${TUNED:-"resnet50:125000:2000000 vgg16:125000:1000000 alexnet:125000:1000000 inception3:125000:1000000 bert_base:125000:1000000"}
-# Tuned again at 8 nodes (`cluster/tune.sh --nodes 8 --scale 50`, three grids at 16c4364 and
-# a fourth at 8be4c14; cluster/RESULTS.md "ByteScheduler tuned at 8 nodes"): a credit that
+# Tuned again at 8 nodes (`cluster/tune.sh --nodes 8 --scale 50`, three grids at 16c4364, a
+# fourth at 8be4c14, a fifth at 5e542b8; cluster/RESULTS.md "ByteScheduler tuned at 8
+# nodes"; the per-op start-up cost at 0, so partitions cost only their headers): a credit that
 # fits 4 nodes starves 8, where a round trip holds 7 servers' slices, and smaller partitions
 # spread each tensor over more servers. Used on clusters of 8 nodes or more, one switch or two
 # racks; a model not in it keeps its TUNED cell. TUNED_8N overrides.
-TUNED_8N=${TUNED_8N:-"resnet50:31250:4000000 vgg16:31250:8000000"}
+TUNED_8N=${TUNED_8N:-"resnet50:15625:2000000 vgg16:15625:2000000"}
 # tuned_of MODEL K -> "--part P --credit C" shrunk K times for this cluster's size
 # (ByteScheduler's defaults, 1M and 4M, for a model in neither list)
 tuned_of() {
