@@ -295,14 +295,26 @@ static void test_bad_options(void **state)
 	assert_non_null(strstr(err, "layer_params"));
 }
 
+/* Options of one node with one layer: what a check of a single field starts from. */
+static struct mercury_ps_options one_node_options(void)
+{
+	static const char *hosts[] = {"127.0.0.1:1"};
+	static const uint64_t params[] = {10};
+	struct mercury_ps_options o = MERCURY_PS_OPTIONS_INIT;
+
+	o.nodes = 1;
+	o.hosts = hosts;
+	o.layer_params = params;
+	o.nlayers = 1;
+	return o;
+}
+
 /* The job's id, weight and band: out of range is -EINVAL naming the field; a caller built
  * before the fields existed (sz ending at placement) gets the defaults, whatever lies beyond
  * its options in memory (here: values that would be refused). */
 static void test_job_options(void **state)
 {
-	const char *hosts[] = {"127.0.0.1:1"};
-	const uint64_t params[] = {10};
-	struct mercury_ps_options o = MERCURY_PS_OPTIONS_INIT;
+	struct mercury_ps_options o = one_node_options();
 	struct mercury_ps *ps;
 	char err[256] = "";
 
@@ -310,10 +322,6 @@ static void test_job_options(void **state)
 	assert_int_equal(o.job, 1);
 	assert_int_equal(o.weight, 1);
 	assert_int_equal(o.job_band, -1);
-	o.nodes = 1;
-	o.hosts = hosts;
-	o.layer_params = params;
-	o.nlayers = 1;
 	o.weight = 0;
 	assert_int_equal(mercury_ps_open(&o, &ps, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "weight 0"));
@@ -351,9 +359,7 @@ static void test_job_options(void **state)
  * (autotuning), is kept whatever the count; below -1 is refused naming the field. */
 static void test_rcvbuf_by_nodes(void **state)
 {
-	const char *hosts[] = {"127.0.0.1:1"};
-	const uint64_t params[] = {10};
-	struct mercury_ps_options o = MERCURY_PS_OPTIONS_INIT;
+	struct mercury_ps_options o = one_node_options();
 	struct mercury_ps *ps;
 	char err[256] = "";
 
@@ -367,10 +373,6 @@ static void test_rcvbuf_by_nodes(void **state)
 	assert_int_equal(ps_rcvbuf_for(0, 8), 0);
 	assert_int_equal(ps_rcvbuf_for(65536, 16), 65536);
 
-	o.nodes = 1;
-	o.hosts = hosts;
-	o.layer_params = params;
-	o.nlayers = 1;
 	o.rcvbuf = -2;
 	assert_int_equal(mercury_ps_open(&o, &ps, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "rcvbuf -2"));
