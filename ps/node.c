@@ -32,8 +32,8 @@
  * 16 KiB (the kernel doubles it) up to 4 nodes: a switch port of a quarter MB holds what every
  * worker's connections to one server have in flight at once, where 64 KiB overflowed it. With
  * more nodes the same port meets more senders, so the window shrinks with them (window x
- * (N - 1) about constant); 8 KiB is the floor: at 4 KiB a window holds too few segments for
- * fast retransmit (8 nodes, VGG16: 8 KiB ran without a timeout, 4 KiB retransmitted 0.5 %,
+ * (N - 1) about constant); 8 KiB is the floor: a 4 KiB window is about three segments
+ * (8 nodes, VGG16: 8 KiB ran without a timeout, 4 KiB slower with 0.5 % retransmitted,
  * 16 KiB met 2-9 timeouts a run; cluster/RESULTS.md "The window bound at 8 nodes").
  */
 int ps_rcvbuf_for(int rcvbuf, int nodes)
