@@ -88,6 +88,26 @@ def _waited(opt):
     return getattr(opt, "wait_s", 0.0)
 
 
+def _cpu_split():
+    """(the CPU rank 0's main thread gets alone, the CPUs for everything else) for
+    --pin-main: the first CPU this process may use, and the rest."""
+    allowed = sorted(os.sched_getaffinity(0))
+    if len(allowed) < 2:
+        sys.exit("torch_train: --pin-main needs at least 2 CPUs (this process may use %d)"
+                 % len(allowed))
+    return allowed[0], set(allowed[1:])
+
+
+def _pin_threads(cpus):
+    """Every thread of this process onto cpus (a thread that ended meanwhile is skipped);
+    processes and threads started after inherit it from their parent thread."""
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            os.sched_setaffinity(int(tid), cpus)
+        except (ProcessLookupError, OSError):
+            continue
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", default="resnet18")
@@ -107,6 +127,10 @@ def main():
     ap.add_argument("--placement", default="", choices=["", "hash", "balanced"],
                     help="PS modes: where whole tensors live (mercury-ps --placement; "
                     "default: mercury.torch's)")
+    ap.add_argument("--pin-main", action="store_true",
+                    help="isolate the compute: rank 0's main thread alone on the first CPU "
+                    "after the warm-up; every other thread and process of both ranks (the "
+                    "PS threads, mercury-ps serve, the other trainer) on the others")
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--iters", type=int, default=8)
     ap.add_argument("--out", default=".")
@@ -122,6 +146,9 @@ def main():
     if a.iters < 1 or a.warmup < 0:
         ap.error("--iters must be at least 1 and --warmup at least 0")
     torch.set_num_threads(1)
+    if a.pin_main:
+        main_cpu, rest = _cpu_split()
+        _pin_threads(rest)  # before any PS thread or server exists: they inherit it
     torch.manual_seed(0)
     model = build(a.model)
     x = torch.randn(a.batch, 3, a.image, a.image)
@@ -165,6 +192,9 @@ def main():
     for i in range(a.warmup + a.iters):
         if i == a.warmup:
             sync()
+            if a.pin_main and os.environ.get("RANK", "0") == "0":
+                _pin_threads(rest)  # threads started since, then the main thread alone
+                os.sched_setaffinity(0, {main_cpu})
             t0, cpu0, wait0 = time.perf_counter(), time.process_time(), _waited(opt)
             main0, sys0, sched0 = time.thread_time(), _main_system_s(), _main_sched()
             threads0 = _threads()
@@ -225,6 +255,7 @@ def main():
            "part": a.part if a.mode == "partition" else None,
            "credit": a.credit if a.mode == "partition" else None,
            "conns": a.conns or None,
+           "pin_main": a.pin_main,
            "placement": opt.placement if a.mode != "ddp" else None,
            "update_calls": opt.update_calls if a.mode != "ddp" else None,
            "layer_updates": opt.layer_updates if a.mode != "ddp" else None,
