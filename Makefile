@@ -297,7 +297,7 @@ uninstall:
 	-rmdir $(DESTDIR)$(PYTHONDIR)/mercury 2>/dev/null
 
 # Reference PS on the emulated cluster (cluster/): the paper's comparison and its short demo.
-.PHONY: bench-cluster demo-cluster bench-torch bench-torch-trace bench-baseline bench-fabric bench-multijob bench-ecn
+.PHONY: bench-cluster demo-cluster bench-torch bench-torch-trace bench-torch-compute bench-baseline bench-fabric bench-multijob bench-ecn
 # Real training (resnet18 on 2 emulated nodes, 4 rates) against DDP over gloo: ~55 min.
 bench-torch: $(BUILD)/mercury-ps $(BUILD)/mercuryd $(BUILD)/libmercury-ps.so
 	bench/torch_bench.sh
@@ -305,6 +305,11 @@ bench-torch: $(BUILD)/mercury-ps $(BUILD)/mercuryd $(BUILD)/libmercury-ps.so
 # Where the link's time goes: one traced resnet18 run per mode at 400 Mbit/s, ~3 min.
 bench-torch-trace: $(BUILD)/mercury-ps $(BUILD)/mercuryd $(BUILD)/libmercury-ps.so
 	bench/torch_trace.sh mercury ddp fifo
+
+# Trainer compute, fifo against mercury, paired rounds on shared cores and with rank 0's
+# main thread pinned alone (issue 34): 5 rounds at 400 Mbit/s, ~12 min.
+bench-torch-compute: $(BUILD)/mercury-ps $(BUILD)/mercuryd $(BUILD)/libmercury-ps.so
+	bench/torch_compute.sh
 
 bench-cluster: $(BUILD)/mercury-ps $(BUILD)/mercuryd
 	cluster/bench.sh
