@@ -41,6 +41,8 @@ check "the most any schedule could gain over DDP's best there: 1.31/1.05" \
 	"[ '$(col 13 | tr -d ' |')' = '1.25x' ]"
 check "share of that bound's gain: (1.41-1.11)/(1.41-1.05) = 83 %" \
 	"[ '$(col 14 | tr -d ' |')' = '83%' ]"
+check "of the gain the bound leaves over DDP's best: (1.31-1.11)/(1.31-1.05) = 77 % in s, log(1.31/1.11)/log(1.31/1.05) = 75 % in speedup" \
+	"[ '$(col 15 | tr -d ' |')' = '77%;75%' ]"
 check "the bound at the run's compute is no configuration" "! grep -q '| ideal-run |' <<<\"\$out\""
 check "the bulk reference is no configuration" "! grep -q '| bulk |' <<<\"\$out\""
 check "the bulk reference is named" "grep -q '400 Mbit/s shaped: 380 Mbit/s counted' <<<\"\$out\""
