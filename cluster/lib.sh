@@ -31,6 +31,18 @@
 # of B bytes is B / K emulated bytes: the same share of a tensor, drained in the same scaled
 # time. cluster_fabric_shrink K sets it per model; CL_PORT_BUF overrides it in bytes.
 #
+# Packet size on the wire (CL_NODE_GSO_MAX): a FIFO port's tbf passes a GSO packet whole
+# only up to its 64 KiB burst and cuts a bigger one into MTU-sized packets, which a veth
+# hands to the receiver one by one (it cannot coalesce them again at these rates, GRO on or
+# off). Flows with big windows (fifo, ByteScheduler, DDP's gloo) then cost the receiving node
+# ~5x the CPU a byte of Mercury's window-bounded ones, whose packets stay under 64 KiB: on
+# this 2-core machine a resnet18 trainer in fifo mode computed at 1.49 s a step against 0.87
+# (BENCHMARKS.md, "The FIFO port cut big packets"). A real NIC sends MTU frames and its
+# receiver's GRO rebuilds them; here every node's e0 caps GSO packets at CL_NODE_GSO_MAX
+# bytes (default 60000: with its headers a packet stays under the burst) so that every
+# mode's packets pass whole. 0: the veth's 64 KiB, as every table measured before
+# 2026-12-07 08:00.
+#
 # Shapers (identical htb tree in every mode, so that only scheduling differs):
 #   mercuryd  `mercuryd attach e0 --qdisc htb --rate R` on every node; fifo/partition runs
 #             leave every byte untagged (one band), mercury runs tag through libmercury
@@ -66,7 +78,8 @@ CL_DEFAULT_BAND=${CL_DEFAULT_BAND:-0}
 CL_PORT_BUF_REAL=${CL_PORT_BUF_REAL:-2097152}
 CL_PORT_QUEUES=${CL_PORT_QUEUES:-1}
 CL_PORT_ECN=${CL_PORT_ECN:-0}
-CL_PORT_BURST=65536 # bytes a FIFO port's tbf sends at once after an idle spell (64 KiB)
+CL_NODE_GSO_MAX=${CL_NODE_GSO_MAX:-60000}
+CL_PORT_BURST=${CL_PORT_BURST:-65536} # bytes a FIFO port's tbf sends at once after an idle spell (64 KiB)
 CL_ECN_MARK_SET=${CL_ECN_MARK:-} # an explicit threshold in bytes, whatever the port buffer
 CL_OVERSUB=${CL_OVERSUB:-2}
 CL_PORT_BUF_SET=${CL_PORT_BUF:-} # an explicit buffer in emulated bytes, whatever the shrink
@@ -204,6 +217,12 @@ cluster_up() {
 		cl_in "$i" ip addr add "$(cl_ip "$i")/24" dev e0
 		cl_in "$i" ip link set e0 up
 		cl_in "$i" ip link set lo up
+		if [ "$CL_NODE_GSO_MAX" != 0 ]; then
+			cl_in "$i" ip link set dev e0 gso_max_size "$CL_NODE_GSO_MAX" || {
+				echo "cluster: cannot cap node $i's GSO packets at $CL_NODE_GSO_MAX bytes (CL_NODE_GSO_MAX)" >&2
+				return 1
+			}
+		fi
 		# Results must not depend on the host's defaults: set and report them.
 		cl_in "$i" sysctl -qw net.ipv4.tcp_congestion_control="$CL_CC" || {
 			echo "cluster: cannot set congestion control $CL_CC" >&2
@@ -232,14 +251,15 @@ cl_sw() { nsenter --net=/var/run/netns/"${CL_PFX}sw" "$@"; }
 cl_rack() { [ "$CL_FABRIC" = tworack ] && [ "$1" -ge $((($2 + 1) / 2)) ] && echo 1 || echo 0; }
 
 fabric_desc() {
-	local ports="FIFO ports of $CL_PORT_BUF bytes"
+	local ports="FIFO ports of $CL_PORT_BUF bytes" gro=""
+	[ "$CL_NODE_GSO_MAX" != 0 ] && gro=", GSO packets of at most $CL_NODE_GSO_MAX bytes"
 	[ "$CL_PORT_ECN" = 1 ] && ports+=", ECN marked above $(cl_ecn_mark) bytes"
 	[ "$CL_PORT_QUEUES" -gt 1 ] &&
 		ports="$CL_PORT_QUEUES strict-priority DSCP queues of $CL_PORT_BUF bytes per port"
 	case $CL_FABRIC in
 	egress) echo "egress-only fabric (unshaped switch ports)" ;;
-	duplex) echo "full duplex, $ports" ;;
-	tworack) echo "two racks, ${CL_UPLINK_MBIT:-?} Mbit/s uplink (${CL_OVERSUB}:1), full duplex, $ports" ;;
+	duplex) echo "full duplex, $ports$gro" ;;
+	tworack) echo "two racks, ${CL_UPLINK_MBIT:-?} Mbit/s uplink (${CL_OVERSUB}:1), full duplex, $ports$gro" ;;
 	esac
 }
 
