@@ -123,7 +123,8 @@ def main():
                     help="mercury: connections per worker-server pair (0: mercury.torch's)")
     ap.add_argument("--rcvbuf", type=int, default=-1,
                     help="mercury: each data connection's receive buffer (-1: mercury.torch's "
-                    "16384; 0: the kernel's autotuning)")
+                    "default by the node count, autotuning at 2 nodes; 0: the kernel's "
+                    "autotuning)")
     ap.add_argument("--placement", default="", choices=["", "hash", "balanced"],
                     help="PS modes: where whole tensors live (mercury-ps --placement; "
                     "default: mercury.torch's)")

@@ -79,9 +79,9 @@ struct mercury_ps_options {
 	/* Added after job_band (a caller built before gets MERCURY_PS_RCVBUF_AUTO). */
 	int rcvbuf; /* mercury: SO_RCVBUF of each data connection's receiving end, bytes: a bound
 		     * on each connection's window, so that N-to-1 pushes do not overflow a
-		     * switch port (MERCURY_PS_RCVBUF_AUTO, the default: 16384 up to 4 nodes,
-		     * then 65536 / nodes, at least 8192; 0: the kernel's autotuning;
-		     * docs/fabric.md) */
+		     * switch port (MERCURY_PS_RCVBUF_AUTO, the default: 0 up to 2 nodes,
+		     * 16384 up to 4, then 65536 / nodes, at least 8192; 0: the kernel's
+		     * autotuning; docs/fabric.md) */
 	/* Added after rcvbuf, in what was the struct's tail padding: a caller built before gets
 	 * what its options held there (0 where they were zeroed, as MERCURY_PS_OPTIONS_INIT
 	 * does in practice; anything above 16 is refused). */

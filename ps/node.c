@@ -29,7 +29,12 @@
 #include "mercury_groups.h"
 
 /*
- * 16 KiB (the kernel doubles it) up to 4 nodes: a switch port of a quarter MB holds what every
+ * None (the kernel's autotuning) at 1-2 nodes: each node's downlink then carries one sender,
+ * whose own egress shaper is the bottleneck, so no switch port queues, and smaller windows
+ * only mean smaller packets, each received at a cost (resnet18 on 2 nodes: 16 KiB 1.12-1.18 s
+ * an iteration against 1.08-1.13 autotuned, 6 of 6 paired rounds; BENCHMARKS.md "The FIFO port
+ * cut big packets").
+ * 16 KiB (the kernel doubles it) at 3-4 nodes: a switch port of a quarter MB holds what every
  * worker's connections to one server have in flight at once, where 64 KiB overflowed it. With
  * more nodes the same port meets more senders, so the window shrinks with them (window x
  * (N - 1) about constant); 8 KiB is the floor: a 4 KiB window is about three segments
@@ -42,6 +47,8 @@ int ps_rcvbuf_for(int rcvbuf, int nodes)
 
 	if (rcvbuf >= 0)
 		return rcvbuf;
+	if (nodes <= 2)
+		return 0;
 	scaled = nodes > 4 ? 65536 / nodes : 16384;
 	return scaled < 8192 ? 8192 : scaled;
 }

@@ -88,7 +88,8 @@ struct ps_config {
 void ps_config_defaults(struct ps_config *c);
 
 /* The window bound a configuration uses: rcvbuf as given (0: autotuning), or for rcvbuf < 0
- * (the default) 16 KiB up to 4 nodes, then 64 KiB / nodes down to 8 KiB. */
+ * (the default) none (autotuning) at 1-2 nodes, 16 KiB at 3-4, then 64 KiB / nodes down to
+ * 8 KiB. */
 int ps_rcvbuf_for(int rcvbuf, int nodes);
 
 /* Per-node result. */

@@ -102,7 +102,7 @@ static const struct cli_opt ps_opts[] = {
      .help = "mercury: SO_RCVBUF of each data connection's receiver, a bound on its bytes "
 	     "in flight so that N-to-1 pushes do not overflow a switch port (0: kernel "
 	     "autotuning)",
-     .def = "by --nodes: 16384 up to 4, then 65536 / N, at least 8192"},
+     .def = "by --nodes: 0 (autotuning) up to 2, 16384 up to 4, then 65536 / N, at least 8192"},
     {.name = "bands", .type = CLI_INT, C(tag_levels), .min = 2, .max = MERCURY_MAX_LEVELS,
      .arg = "N",
      .help = "bands of mercuryd's interfaces (`attach --bands`): sockets follow its N - 2 "

@@ -28,8 +28,8 @@ from . import _load_library
 
 MODES = {"fifo": 0, "partition": 1, "mercury": 2}
 PLACEMENTS = {"hash": 0, "balanced": 1}
-# rcvbuf's default (MERCURY_PS_RCVBUF_AUTO): 16384 up to 4 nodes, then 65536 / nodes, at least
-# 8192 (docs/fabric.md)
+# rcvbuf's default (MERCURY_PS_RCVBUF_AUTO): the kernel's autotuning up to 2 nodes, 16384 up to
+# 4, then 65536 / nodes, at least 8192 (docs/fabric.md)
 RCVBUF_AUTO = -1
 
 __all__ = ["ParameterServer", "PSError", "MODES", "PLACEMENTS", "start_server"]

@@ -261,8 +261,8 @@ class DistributedOptimizer(torch.optim.Optimizer):
     timeline, colocated_tcp, job and weight (the job's id and weight towards mercuryd:
     two jobs of one user on a node need different ids; 1 and 1), rcvbuf (each data
     connection's receive buffer, a bound on its window against incast at switch ports:
-    by default 16384 bytes up to 4 nodes, then 65536 / nodes, at least 8192; 0 = the
-    kernel's autotuning; docs/fabric.md), dscp_queues (the switch
+    by default the kernel's autotuning at 2 nodes, 16384 bytes at 3-4, then 65536 / nodes,
+    at least 8192; 0 = the kernel's autotuning; docs/fabric.md), dscp_queues (the switch
     ports' strict-priority DSCP queues, MERCURY_DSCP_QUEUES: every connection then carries
     the layers of one queue; 0 = off; docs/switch-dscp.md). Any other keyword is a
     TypeError here."""

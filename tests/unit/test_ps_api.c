@@ -354,7 +354,8 @@ static void test_job_options(void **state)
 	assert_non_null(strstr(err, "bad configuration"));
 }
 
-/* The window bound: by default by the node count (16 KiB up to 4 nodes, the same in-flight
+/* The window bound: by default by the node count (none at 1-2 nodes, where a downlink has one
+ * sender; 16 KiB at 3-4 nodes, the same in-flight
  * total towards one server's port from there, never under 8 KiB); a value given, or 0
  * (autotuning), is kept whatever the count; below -1 is refused naming the field. */
 static void test_rcvbuf_by_nodes(void **state)
@@ -365,7 +366,9 @@ static void test_rcvbuf_by_nodes(void **state)
 
 	(void)state;
 	assert_int_equal(o.rcvbuf, MERCURY_PS_RCVBUF_AUTO);
-	assert_int_equal(ps_rcvbuf_for(MERCURY_PS_RCVBUF_AUTO, 1), 16384);
+	assert_int_equal(ps_rcvbuf_for(MERCURY_PS_RCVBUF_AUTO, 1), 0);
+	assert_int_equal(ps_rcvbuf_for(MERCURY_PS_RCVBUF_AUTO, 2), 0);
+	assert_int_equal(ps_rcvbuf_for(MERCURY_PS_RCVBUF_AUTO, 3), 16384);
 	assert_int_equal(ps_rcvbuf_for(MERCURY_PS_RCVBUF_AUTO, 4), 16384);
 	assert_int_equal(ps_rcvbuf_for(MERCURY_PS_RCVBUF_AUTO, 5), 65536 / 5);
 	assert_int_equal(ps_rcvbuf_for(MERCURY_PS_RCVBUF_AUTO, 8), 8192);
