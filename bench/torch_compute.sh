@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-2-Clause
-# Why a trainer computes slower in mercury mode than in fifo mode (issue 34, item 4): 2 nodes
+# Whether a trainer computes slower in mercury mode than in fifo (issue 34, item 4): 2 nodes
 # of the emulated cluster as bench/torch_bench.sh runs them, fifo and mercury alternating in
 # rounds, each round once as usual (both trainers, their PS threads, both mercury-ps serve and
 # the network stack share the two cores) and once with rank 0's main thread alone on the
@@ -12,13 +12,8 @@
 #   OUT=build/torch-compute.jsonl
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-case "${1:-}" in -h | --help)
-	sed -n '2,13p' "$0" | cut -c3-
-	exit 0
-	;;
-esac
-[ "$(id -u)" -eq 0 ] || { echo "torch-compute: needs root (namespaces)" >&2; exit 1; }
-/usr/bin/python3 -c 'import torch, torchvision' || { echo "torch-compute: run make deps" >&2; exit 1; }
+. "$here/torch_preflight.sh"
+torch_preflight torch-compute 13 "$@"
 CL_PFX=mtc$$
 . "$here/../cluster/lib.sh"
 MODEL=${MODEL:-resnet18} BATCH=${BATCH:-8} IMAGE=${IMAGE:-224} RATE=${RATE:-400}

@@ -11,13 +11,8 @@
 #   TRAIN_ARGS="--conns 1": more torch_train.py options for every mode's trainers
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-case "${1:-}" in -h | --help)
-	sed -n '2,10p' "$0" | cut -c3-
-	exit 0
-	;;
-esac
-[ "$(id -u)" -eq 0 ] || { echo "torch-trace: needs root (namespaces)" >&2; exit 1; }
-/usr/bin/python3 -c 'import torch, torchvision' || { echo "torch-trace: run make deps" >&2; exit 1; }
+. "$here/torch_preflight.sh"
+torch_preflight torch-trace 10 "$@"
 modes=("$@")
 [ ${#modes[@]} -gt 0 ] || modes=(mercury ddp)
 for m in "${modes[@]}"; do
