@@ -251,15 +251,15 @@ cl_sw() { nsenter --net=/var/run/netns/"${CL_PFX}sw" "$@"; }
 cl_rack() { [ "$CL_FABRIC" = tworack ] && [ "$1" -ge $((($2 + 1) / 2)) ] && echo 1 || echo 0; }
 
 fabric_desc() {
-	local ports="FIFO ports of $CL_PORT_BUF bytes" gro=""
-	[ "$CL_NODE_GSO_MAX" != 0 ] && gro=", GSO packets of at most $CL_NODE_GSO_MAX bytes"
+	local ports="FIFO ports of $CL_PORT_BUF bytes" gso=""
+	[ "$CL_NODE_GSO_MAX" != 0 ] && gso=", GSO packets of at most $CL_NODE_GSO_MAX bytes"
 	[ "$CL_PORT_ECN" = 1 ] && ports+=", ECN marked above $(cl_ecn_mark) bytes"
 	[ "$CL_PORT_QUEUES" -gt 1 ] &&
 		ports="$CL_PORT_QUEUES strict-priority DSCP queues of $CL_PORT_BUF bytes per port"
 	case $CL_FABRIC in
 	egress) echo "egress-only fabric (unshaped switch ports)" ;;
-	duplex) echo "full duplex, $ports$gro" ;;
-	tworack) echo "two racks, ${CL_UPLINK_MBIT:-?} Mbit/s uplink (${CL_OVERSUB}:1), full duplex, $ports$gro" ;;
+	duplex) echo "full duplex, $ports$gso" ;;
+	tworack) echo "two racks, ${CL_UPLINK_MBIT:-?} Mbit/s uplink (${CL_OVERSUB}:1), full duplex, $ports$gso" ;;
 	esac
 }
 
