@@ -84,17 +84,22 @@ rc=$?
 check "rank 1 killed: rank 0 stopped ${took} s later (< 10 s, its timeout)" "lt $took 10"
 check "rank 1 killed: the run failed (exit $rc)" "[ $rc -ne 0 ]"
 # rank 0's message: in the launcher's copy of its output (node0.log) or the per-rank logs,
-# which can land after the launcher exits, a line half written at first: look for up to 2 s
+# which can land after the launcher exits, a line half written at first; a copy can also
+# keep a line cut in two for good (CI, 2026-12-07: "...: worker " and no more in the first
+# file grep read). So every copy is read, for up to 2 s, for one whole line.
 lost='(worker|server|node) 1 '
+said() { # where rank 0 was when it noticed: waiting for an aggregate, or pushing the next layer
+	grep -hoE "(waiting for|asking for|pushing) layer [0-9]+'s (aggregate|gradient) of iteration [0-9]+: .*" \
+		-r "$d" --include='*.log'
+}
 for ((i = 0; i < 40; i++)); do
-	# where rank 0 was when it noticed: waiting for an aggregate, or pushing the next layer
-	msg=$(grep -hoE "(waiting for|asking for|pushing) layer [0-9]+'s (aggregate|gradient) of iteration [0-9]+: .*" \
-		-r "$d" --include='*.log' | head -n 1)
-	[[ $msg =~ $lost ]] && break
+	msg=$(said | grep -E "$lost" | head -n 1)
+	[ -n "$msg" ] && break
 	sleep 0.05
 done
+[ -n "$msg" ] || msg=$(said | head -n 1)
 check "rank 1 killed: rank 0 names the layer and the lost rank ($msg)" \
-	"[[ \"\$msg\" =~ \$lost ]]" || tail -n 20 "$d"/node*.log
+	"[[ \"\$msg\" =~ \$lost ]]" || { said; tail -n 20 "$d"/node*.log; }
 
 # 2. The same under --max_restarts 1, with a checkpoint every 15 steps.
 CL_TORCH_ENV="PET_MAX_RESTARTS=1" start restarted --timeout 10 --ckpt-every 15
