@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # Sourced by the real-training benchmarks: torch_preflight NAME LAST_HELP_LINE "$@" prints the
-# script's header comment (lines 3 to LAST_HELP_LINE, after the licence line) for -h/--help and exits, and refuses to
-# go on without root (namespaces) or without Debian's torch and torchvision.
+# script's header comment (lines 3 to LAST_HELP_LINE, after the licence line) for -h/--help
+# and exits, and refuses to go on without root (namespaces) or Debian's torch and torchvision.
 torch_preflight() {
 	local name=$1 last=$2
 	shift 2

@@ -104,7 +104,7 @@ def _pin_threads(cpus):
     for tid in os.listdir("/proc/self/task"):
         try:
             os.sched_setaffinity(int(tid), cpus)
-        except (ProcessLookupError, OSError):
+        except OSError:
             continue
 
 

@@ -79,7 +79,9 @@ CL_PORT_BUF_REAL=${CL_PORT_BUF_REAL:-2097152}
 CL_PORT_QUEUES=${CL_PORT_QUEUES:-1}
 CL_PORT_ECN=${CL_PORT_ECN:-0}
 CL_NODE_GSO_MAX=${CL_NODE_GSO_MAX:-60000}
-CL_PORT_BURST=${CL_PORT_BURST:-65536} # bytes a FIFO port's tbf sends at once after an idle spell (64 KiB)
+# bytes a FIFO port's tbf sends at once after an idle spell (64 KiB; settable only to show
+# the packet cutting above: keep CL_NODE_GSO_MAX under it)
+CL_PORT_BURST=${CL_PORT_BURST:-65536}
 CL_ECN_MARK_SET=${CL_ECN_MARK:-} # an explicit threshold in bytes, whatever the port buffer
 CL_OVERSUB=${CL_OVERSUB:-2}
 CL_PORT_BUF_SET=${CL_PORT_BUF:-} # an explicit buffer in emulated bytes, whatever the shrink
