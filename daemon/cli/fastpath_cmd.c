@@ -96,8 +96,7 @@ int do_fastpath(const struct cli_ctx *ctx, int argc, char **argv)
 		cli_error(ctx, "fastpath: must run as root");
 		return 1;
 	}
-	if (pins_prepare(ctx->pin_root, err, sizeof(err)) ||
-	    (lock = pins_lock(ctx->pin_root, err, sizeof(err))) < 0) {
+	if ((lock = pins_prepare_lock(ctx->pin_root, err, sizeof(err))) < 0) {
 		cli_error(ctx, "fastpath: %s", err);
 		return 1;
 	}

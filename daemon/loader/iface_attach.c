@@ -490,8 +490,7 @@ int iface_attach(const char *root, struct attach_plan *p, char *err, size_t errl
 	int lock_fd, r;
 
 	err[0] = undo_err[0] = '\0';
-	if (pins_prepare(root, why, sizeof(why)) ||
-	    (lock_fd = pins_lock(root, why, sizeof(why))) < 0) {
+	if ((lock_fd = pins_prepare_lock(root, why, sizeof(why))) < 0) {
 		snprintf(err, errlen, "attach %s: %s", p->a.iface, why);
 		return ATTACH_FAILED;
 	}

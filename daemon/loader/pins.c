@@ -116,6 +116,7 @@ int pins_prepare(const char *root, char *err, size_t errlen)
 
 int pins_lock(const char *root, char *err, size_t errlen)
 {
+	struct stat held, now;
 	int fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
 	if (fd < 0) {
@@ -131,7 +132,28 @@ int pins_lock(const char *root, char *err, size_t errlen)
 		snprintf(err, errlen, "cannot lock %s: %s", root, strerror(-r));
 		return r;
 	}
+	/* The holder we waited for may have removed the root (its last pin gone): a lock on a
+	 * directory no longer at that path serialises nothing. */
+	if (fstat(fd, &held) || stat(root, &now) || held.st_dev != now.st_dev ||
+	    held.st_ino != now.st_ino) {
+		close(fd);
+		snprintf(err, errlen, "%s was removed while waiting for its lock", root);
+		return -ENOENT;
+	}
 	return fd;
+}
+
+int pins_prepare_lock(const char *root, char *err, size_t errlen)
+{
+	int r = -ENOENT;
+
+	/* Bounded: each retry means a detach removed the root between our mkdir and lock. */
+	for (int i = 0; i < 5 && r == -ENOENT; i++) {
+		r = pins_prepare(root, err, errlen);
+		if (r == 0)
+			r = pins_lock(root, err, errlen);
+	}
+	return r;
 }
 
 const struct global_map_def global_maps[GM_COUNT] = {

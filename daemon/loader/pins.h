@@ -28,8 +28,12 @@
 int pins_prepare(const char *root, char *err, size_t errlen);
 
 /* flock(LOCK_EX) on <root>; returns the fd to close to unlock, or -errno. Serialises
- * concurrent mercuryd invocations. */
+ * concurrent mercuryd invocations. -ENOENT when <root> was removed (or replaced) while
+ * waiting: the lock would guard nothing. */
 int pins_lock(const char *root, char *err, size_t errlen);
+
+/* pins_prepare, then pins_lock; again (a few times) when the root was removed meanwhile. */
+int pins_prepare_lock(const char *root, char *err, size_t errlen);
 
 /* The maps shared by every interface and the tag fast path (bpf/shared_maps.h). */
 enum global_map { GM_SOCK_TAGS, GM_SOCK_STATS, GM_JOBS, GM_JOB_IDS, GM_COUNT };

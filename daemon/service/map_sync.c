@@ -34,8 +34,7 @@ static int repin(const char *root, struct pinned_map *m, const char *path, char 
 	struct stat st;
 	int lock, r = 0;
 
-	if (pins_prepare(root, err, sizeof(err)) ||
-	    (lock = pins_lock(root, err, sizeof(err))) < 0) {
+	if ((lock = pins_prepare_lock(root, err, sizeof(err))) < 0) {
 		snprintf(note, notelen, "cannot pin %s again: %s", m->name, err);
 		return -EIO;
 	}

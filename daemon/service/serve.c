@@ -376,10 +376,14 @@ static int serve_loop(struct service *s)
  * left in them. 0, or -1 with err set (nothing left open). */
 static int open_maps(struct service *s, char *err, size_t errlen)
 {
-	int fds[GM_COUNT], r;
+	int fds[GM_COUNT], lock, r;
 
-	if (pins_prepare(s->pin_root, err, errlen) ||
-	    pins_global_maps(s->pin_root, fds, err, errlen))
+	/* Under the pin lock: a detach of the last interface removes the pins and the root. */
+	if ((lock = pins_prepare_lock(s->pin_root, err, errlen)) < 0)
+		return -1;
+	r = pins_global_maps(s->pin_root, fds, err, errlen);
+	close(lock);
+	if (r)
 		return -1;
 	for (int i = 0; i < GM_COUNT; i++) {
 		s->maps[i] = (struct pinned_map){.name = global_maps[i].name,
