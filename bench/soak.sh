@@ -12,7 +12,9 @@
 #   - node 1's interface is detached and attached again every --reattach-every intervals
 #     (the job goes on untagged and unshaped for that second).
 # Node 0's daemon and interface stay up for the whole run: their series show growth within
-# one process and one set of pins; node 1's show it across restarts and re-attachments.
+# one process and one set of pins; node 1's maps show it across restarts and re-attachments,
+# and its restarted serve's memory, descriptors and threads are judged within each life
+# (each sample names the PIDs it saw: a new life starts from its own level).
 # At the end of every interval (before the next interval's events) one JSON line goes to
 # OUT/samples.jsonl: RSS, descriptors and threads of each mercuryd serve, mercury-ps serve
 # and trainer; entries of every pinned map (hash: keys; array: non-zero values; the
@@ -281,6 +283,16 @@ tx_bytes() {
 		echo "n$i $(cl_in "$i" awk -F'[: ]+' '$2 == "e0" { print $11 }' /proc/net/dev)"
 	done | jq -nRc '[inputs | split(" ") | {(.[0]): (.[1] | tonumber)}] | add'
 }
+# {"n0.mercuryd_serve": PID, ...}: which life of each process a sample saw (node 1's serve is
+# restarted; soak_report.py judges growth within each life).
+pids() {
+	local i
+	for i in 0 1; do
+		echo "n$i.mercuryd_serve ${SERVE_PID[i]:-null}"
+		echo "n$i.ps_serve ${PSS_PID[i]:-null}"
+		echo "n$i.trainer ${TR_PID[i]:-null}"
+	done | jq -nRc '[inputs | split(" ") | {(.[0]): (.[1] | fromjson)}] | add'
+}
 # sample CYCLE: one line of OUT/samples.jsonl; none when a trainer ended meanwhile (a job
 # that ends is not in its steady state).
 both_trainers() { kill -0 "${TR_PID[0]}" 2>/dev/null && kill -0 "${TR_PID[1]}" 2>/dev/null; }
@@ -297,8 +309,9 @@ sample() {
 		done
 		proc canary "$CANARY_PID"
 	} | jq -nRc --argjson t "$t" --argjson c "$1" --arg m "$MODE" --argjson j "$JOBS" \
-		--argjson tx "$(tx_bytes)" '[inputs | split(" ") | {(.[0]): (.[1] | fromjson)}] | add |
-		 {t: $t, cycle: $c, mode: $m, job: $j, tx_bytes: $tx, metrics: .}')
+		--argjson tx "$(tx_bytes)" --argjson pids "$(pids)" \
+		'[inputs | split(" ") | {(.[0]): (.[1] | fromjson)}] | add |
+		 {t: $t, cycle: $c, mode: $m, job: $j, tx_bytes: $tx, pids: $pids, metrics: .}')
 	both_trainers && echo "$line" >>"$OUT/samples.jsonl"
 }
 
@@ -389,6 +402,6 @@ jq --argjson jobs "$JOBS" --argjson iters "$ITERS" --argjson r "$RESTARTS" --arg
 	  reattaches: $a, log_warnings: $w, tag_errors_node1: $t1} + .' "$OUT/report.json" >"$OUT/summary.json"
 jq -r '"soak: \(.verdict): \(.iterations) iterations in \(.seconds) s, \(.serve_restarts) serve restarts, \(.reattaches) re-attachments, \(.samples) samples (\(.samples_after_warmup) after the warm-up), \(.errors) errors \(.error_counts), growing: \(.growing + .unknown), canary missed: \(.canary_missed)"' \
 	"$OUT/summary.json"
-jq -r '.metrics | to_entries[] | "  \(.key): \(.value.first) -> \(.value.last), \(.value.slope_per_min)/min, growth \(.value.growth) (limit \(.value.threshold)): \(.value.verdict)"' \
+jq -r '.metrics | to_entries[] | "  \(.key): \(.value.first) -> \(.value.last)\(if (.value.lives // 1) > 1 then " (\(.value.lives) lives)" else "" end), \(.value.slope_per_min)/min, growth \(.value.growth) (limit \(.value.threshold)): \(.value.verdict)"' \
 	"$OUT/summary.json"
 exit $rc

@@ -7,8 +7,11 @@ Each sample line: {"t": seconds since the start, "mode": "fastpath"|"service", "
 {"NAME": number or null, ...}}. Samples before --warmup seconds are left out. For each metric
 a least-squares line is fitted to the rest with one intercept per mode (the fast path and the
 service may hold different steady levels, e.g. a process that holds one more socket while
-the service is used): y = a[mode] + b t. Its growth is b x (the measured span), what the
-metric gained from the end of the warm-up to the last sample by the fit. A metric grows when
+the service is used): y = a[mode] + b t. A process restarted during the soak (samples with
+"pids": {"n1.mercuryd_serve": PID, ...}) gets one intercept per mode and life: a new life
+starts from its own level, and only growth within each life is a leak. Its growth is b x (the
+measured span), what the metric gained from the end of the warm-up to the last sample by the
+fit. A metric grows when
 that exceeds its threshold, by the name's last part:
   rss_kb               max(--rss-kb, --rss-rel x the metric's median)
   fds, threads         --count (a whole descriptor or thread more, and some)
@@ -27,9 +30,9 @@ import sys
 
 
 def fit_growth(points):
-    """points: [(t, y, mode)]. The slope b of y = a[mode] + b t (least squares, one intercept
-    per mode: within-mode deviations from each mode's means), or None when t does not vary
-    inside any mode."""
+    """points: [(t, y, group)]. The slope b of y = a[group] + b t (least squares, one
+    intercept per group: within-group deviations from each group's means), or None when t
+    does not vary inside any group."""
     groups = {}
     for t, y, m in points:
         groups.setdefault(m, []).append((t, y))
@@ -77,8 +80,9 @@ def analyse(samples, errors, a):
     names = sorted({n for s in kept for n in s.get("metrics", {})})
     metrics = {}
     for n in names:
-        pts = [(s["t"], s["metrics"][n], s.get("mode", "")) for s in kept
-               if s.get("metrics", {}).get(n) is not None]
+        owner = n.rsplit(".", 1)[0]
+        pts = [(s["t"], s["metrics"][n], (s.get("mode", ""), (s.get("pids") or {}).get(owner)))
+               for s in kept if s.get("metrics", {}).get(n) is not None]
         if len(pts) < 3:
             metrics[n] = {"samples": len(pts), "verdict": "too few samples"}
             continue
@@ -88,7 +92,8 @@ def analyse(samples, errors, a):
         lim = threshold(n, med, a)
         growth = None if b is None else b * span
         grows = growth is not None and growth > lim
-        metrics[n] = {"samples": len(pts), "first": pts[0][1], "last": pts[-1][1],
+        metrics[n] = {"samples": len(pts), "lives": len({g[1] for _, _, g in pts}),
+                      "first": pts[0][1], "last": pts[-1][1],
                       "min": min(y for _, y, _ in pts), "max": max(y for _, y, _ in pts),
                       "median": med, "slope_per_min": None if b is None else round(b * 60, 4),
                       "growth": None if growth is None else round(growth, 3),

@@ -3,8 +3,9 @@
 # bench/soak_report.py, the soak's verdict, on synthetic series: flat ones with noise and a
 # different level per mode pass; memory, descriptors or map entries that grow after the
 # warm-up fail, and so does any counted error; growth inside the warm-up does not count; a
-# canary that grows is seen, one that does not fails the verdict (the check would be blind);
-# an interval in which a node sends next to nothing (a stalled job) fails it.
+# restarted process is judged within each life; a canary that grows is seen, one that does
+# not fails the verdict (the check would be blind); an interval in which a node sends next
+# to nothing (a stalled job) fails it.
 set -uo pipefail
 root=${MERCURY_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 report="$root/bench/soak_report.py"
@@ -27,12 +28,14 @@ with open(out, "w") as f:
         vals = {n: eval(e, {}, {"t": t, "i": i, "m": m, "r": random.uniform(-1, 1)})
                 for n, e in exprs}
         tx = {n[3:]: v for n, v in vals.items() if n.startswith("tx.")}
-        vals = {n: v for n, v in vals.items() if not n.startswith("tx.")}
+        pids = {n[4:]: v for n, v in vals.items() if n.startswith("pid.")}
+        vals = {n: v for n, v in vals.items() if not n.startswith(("tx.", "pid."))}
         f.write(json.dumps({"t": t, "mode": ["fastpath", "service"][m], "job": 1,
-                            "tx_bytes": tx, "metrics": vals}) + "\n")
+                            "tx_bytes": tx, "pids": pids, "metrics": vals}) + "\n")
 PY
 }
-# (a metric named tx.NODE is that node's bytes sent so far, "tx_bytes")
+# (a metric named tx.NODE is that node's bytes sent so far, "tx_bytes"; pid.PROC is the
+# life of process PROC that the sample saw, "pids")
 # expect RC SAMPLES DESCRIPTION [jq test on the summary] [report args...]
 expect() {
 	local want=$1 file=$tmp/$2 what=$3 jqt=${4:-true} out rc
@@ -59,6 +62,14 @@ gen ranges "${flat[@]/n0.tag_ranges=30+5*r+20*m/n0.tag_ranges=30+5*r+20*m+i//4}"
 expect 1 ranges "tag ranges growing by one every 4 minutes: fail" '.growing == ["n0.tag_ranges"]'
 gen warm "${flat[@]/p.rss_kb=40000+300*r/p.rss_kb=40000+300*r+20*min(t,240)}"
 expect 0 warm "RSS growing only during the warm-up: pass"
+# A process restarted every 8 samples, each life flat at its own level, 900 KiB apart.
+gen lives "${flat[@]/p.rss_kb=40000+300*r/p.rss_kb=40000+300*r+900*(i//8)}" "pid.p=100+i//8"
+expect 0 lives "a restarted process, each life flat at a higher level: pass" '.growing == []'
+gen lives_unmarked "${flat[@]/p.rss_kb=40000+300*r/p.rss_kb=40000+300*r+900*(i//8)}"
+expect 1 lives_unmarked "the same levels without the lives marked: fail" '.growing == ["p.rss_kb"]'
+gen lives_leak "${flat[@]/p.rss_kb=40000+300*r/p.rss_kb=40000+300*r+0.7*(t-480*(i//8))}" "pid.p=100+i//8"
+expect 1 lives_leak "a restarted process leaking 42 KiB a minute in every life: fail" \
+	'.growing == ["p.rss_kb"]'
 echo '{"trainer0_exit": 0, "log_errors": 1}' >"$tmp/errors.json"
 expect 1 flat "flat but one error counted: fail" '.errors == 1' --errors "$tmp/errors.json"
 gen canary "${flat[@]}" "canary.rss_kb=20000+50*t" "canary.fds=10+i"
