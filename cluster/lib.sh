@@ -18,6 +18,14 @@
 # DSCP-to-queue map and strict-priority scheduling does); the nodes' classifiers then write
 # each packet's level as DSCP (mercuryd attach --dscp, cl_dscp_list).
 #
+# Per-job port queues (CL_PORT_JOBS="P1 P2 ...", FIFO ports only; off by default): each port
+# serves one queue per job, the job's packets chosen by its TCP port (source or destination
+# P_j: the PS's listening port), and one queue for everything else, in turn by weight
+# (DWRR: htb classes of equal assured rate, one prio), each a FIFO of the port buffer divided
+# by the queues, so the buffer is the same as the FIFO port's. A switch does this with an ACL
+# that puts a job's L4 port into a traffic class scheduled by DWRR: jobs isolated from each
+# other at every port, no order inside a job.
+#
 # ECN-marking ports (CL_PORT_ECN=1, FIFO ports only): every switch port also marks CE on an
 # ECN-capable packet that arrives while its queue holds more than CL_ECN_MARK bytes (default
 # a quarter of the port buffer), as a ToR switch with WRED/ECN does (bench/port_ecn.c: this
@@ -78,6 +86,7 @@ CL_DEFAULT_BAND=${CL_DEFAULT_BAND:-0}
 CL_PORT_BUF_REAL=${CL_PORT_BUF_REAL:-2097152}
 CL_PORT_QUEUES=${CL_PORT_QUEUES:-1}
 CL_PORT_ECN=${CL_PORT_ECN:-0}
+CL_PORT_JOBS=${CL_PORT_JOBS:-}
 CL_NODE_GSO_MAX=${CL_NODE_GSO_MAX:-60000}
 # bytes a FIFO port's tbf sends at once after an idle spell (64 KiB; settable only to show
 # the packet cutting above: keep CL_NODE_GSO_MAX under it)
@@ -199,6 +208,19 @@ cluster_up() {
 		echo "cluster: CL_PORT_ECN=1 marks FIFO switch ports: not with CL_PORT_QUEUES=$CL_PORT_QUEUES or CL_FABRIC=$CL_FABRIC" >&2
 		return 1
 	fi
+	if [ -n "$CL_PORT_JOBS" ]; then
+		local p
+		if [ "$CL_PORT_QUEUES" -gt 1 ] || [ "$CL_PORT_ECN" = 1 ] || [ "$CL_FABRIC" = egress ]; then
+			echo "cluster: CL_PORT_JOBS queues FIFO switch ports by job: not with CL_PORT_QUEUES=$CL_PORT_QUEUES, CL_PORT_ECN=$CL_PORT_ECN or CL_FABRIC=$CL_FABRIC" >&2
+			return 1
+		fi
+		for p in $CL_PORT_JOBS; do
+			[[ $p =~ ^[0-9]+$ ]] && [ "$p" -ge 1 ] && [ "$p" -le 65535 ] || {
+				echo "cluster: CL_PORT_JOBS is a list of TCP ports (one per job), not '$CL_PORT_JOBS'" >&2
+				return 1
+			}
+		done
+	fi
 	ip netns add "${CL_PFX}sw" || return 1
 	cl_sw ip link add br0 type bridge || return 1
 	cl_sw ip link set br0 up
@@ -258,6 +280,11 @@ fabric_desc() {
 	[ "$CL_PORT_ECN" = 1 ] && ports+=", ECN marked above $(cl_ecn_mark) bytes"
 	[ "$CL_PORT_QUEUES" -gt 1 ] &&
 		ports="$CL_PORT_QUEUES strict-priority DSCP queues of $CL_PORT_BUF bytes per port"
+	if [ -n "$CL_PORT_JOBS" ]; then
+		local nq
+		nq=$(($(wc -w <<<"$CL_PORT_JOBS") + 1))
+		ports="per-job DWRR port queues (TCP ports ${CL_PORT_JOBS// /, }, and the rest: $nq queues of $((CL_PORT_BUF / nq)) bytes)"
+	fi
 	case $CL_FABRIC in
 	egress) echo "egress-only fabric (unshaped switch ports)" ;;
 	duplex) echo "full duplex, $ports$gso" ;;
@@ -290,6 +317,7 @@ port_shape() {
 	[ "$CL_FABRIC" = egress ] && return 0
 	cl_sw tc qdisc del dev "$dev" root 2>/dev/null
 	cl_sw "$PORT_ECN" detach "$dev" 2>/dev/null
+	[ -n "$CL_PORT_JOBS" ] && [ "$CL_PORT_QUEUES" -le 1 ] && { port_shape_jobs "$dev" "$rate"; return; }
 	if [ "$CL_PORT_QUEUES" -le 1 ]; then
 		# CL_PORT_SEGMENT=1: a peak rate just above the rate with a 1514-byte bucket makes
 		# tbf cut every GSO packet into MTU-sized ones, so a full port drops packets one
@@ -320,6 +348,32 @@ port_shape() {
 			match ip dsfield $(($(cl_dscp_of "$b") << 2)) 0xfc flowid "$cls" || return 1
 		cl_sw tc filter add dev "$dev" parent 5: protocol ipv6 prio 2 u32 \
 			match ip6 priority $(($(cl_dscp_of "$b") << 2)) 0xfc flowid "$cls" || return 1
+	done
+}
+
+# port_shape_jobs DEV RATE_MBIT: one FIFO per job of CL_PORT_JOBS (u32 on its TCP port, either
+# direction) and one for the rest (the htb default), served in turn: equal assured rates and
+# quanta, each may borrow the whole rate.
+port_shape_jobs() {
+	local dev=$1 rate=$2 p q=0 nq cls
+	nq=$(($(wc -w <<<"$CL_PORT_JOBS") + 1))
+	cl_sw tc qdisc add dev "$dev" root handle 5: htb default $((10 + nq - 1)) || return 1
+	cl_sw tc class add dev "$dev" parent 5: classid 5:1 htb rate "${rate}mbit" ceil "${rate}mbit" \
+		quantum 60000 burst 64k cburst 64k || return 1
+	for ((q = 0; q < nq; q++)); do
+		cls=5:$((10 + q))
+		cl_sw tc class add dev "$dev" parent 5:1 classid "$cls" htb rate "$((rate * 1000 / nq))kbit" \
+			ceil "${rate}mbit" quantum 60000 burst 64k cburst 64k prio 0 || return 1
+		cl_sw tc qdisc add dev "$dev" parent "$cls" bfifo limit $((CL_PORT_BUF / nq)) || return 1
+	done
+	q=0
+	for p in $CL_PORT_JOBS; do
+		cls=5:$((10 + q))
+		cl_sw tc filter add dev "$dev" parent 5: protocol ip prio 1 u32 \
+			match ip protocol 6 0xff match ip sport "$p" 0xffff flowid "$cls" || return 1
+		cl_sw tc filter add dev "$dev" parent 5: protocol ip prio 1 u32 \
+			match ip protocol 6 0xff match ip dport "$p" 0xffff flowid "$cls" || return 1
+		q=$((q + 1))
 	done
 }
 

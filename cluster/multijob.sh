@@ -52,10 +52,12 @@
 #
 # Usage: cluster/multijob.sh [--pairs "a+b c+d"] [--nodes N] [--repeat N] [--iters N]
 #        [--shrink K] [--bulk-mb M] [--bulk-band last|0] [--no-bulk] [--rcvbuf B] [--quick]
-#        [--settings "S ..."] [--mercury-args "ARGS"] [--out DIR]
+#        [--settings "S ..."] [--mercury-args "ARGS"] [--job-ports] [--out DIR]
 # --settings runs only those of the together settings (the ideal and alone runs always run),
 # e.g. to compare one setting's variants (--rcvbuf) side by side. --mercury-args: more
 # mercury-ps options for every Mercury job, alone and together (e.g. "--conns 2").
+# --job-ports: every switch port queues by job (cluster/lib.sh CL_PORT_JOBS: one FIFO per job
+# and one for the rest, served in turn), as a switch with a per-job ACL into DWRR queues.
 # A smoke of the script itself (about a minute): --pairs tiny+tiny --nodes 2 --shrink 1
 # --repeat 1 --iters 3 --bulk-mb 20
 set -uo pipefail
@@ -85,6 +87,7 @@ while [ $# -gt 0 ]; do
 	--rcvbuf) RCVBUF=$2; shift ;;
 	--settings) want_settings=$2; shift ;;
 	--mercury-args) MERCURY_ARGS=$2; shift ;;
+	--job-ports) export CL_PORT_JOBS="9555 9655" ;; # run_jobs: job j listens on 9555 + 100 j
 	--quick) PAIRS=resnet50+vgg16 REPEAT=1 ITERS=3 BULK_MB=50 ;;
 	--out) OUT=$2; shift ;;
 	-h | --help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;

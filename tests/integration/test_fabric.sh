@@ -4,7 +4,8 @@
 # towards each node is a bounded FIFO at the node's rate, so two senders into one node share
 # its downlink (in the egress-only fabric they would get twice the rate); with DSCP ports the
 # nodes' classifiers mark each packet's level and the switch queues it by DSCP; the PS runs
-# correctly over both and reports timeouts and switch drops; ECN-marking ports mark CE.
+# correctly over both and reports timeouts and switch drops; ECN-marking ports mark CE;
+# per-job port queues split a downlink by job, not by connection.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 [ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root"; exit 77; }
@@ -101,6 +102,31 @@ check "mercury over ECN ports: every node finished, every pull matched; the run 
 cluster_ecn 0 || { echo "FAIL: back to drop-tail ports"; exit 1; }
 filters=$(cl_sw tc filter show dev s0 egress)
 check "cluster_ecn 0 removes the marking filter" "[[ \$filters != *'name mercury_port_ec '* ]]"
+
+# Per-job port queues (CL_PORT_JOBS): a job of four connections (port 5205) and one of one
+# connection (port 5206) into node 0 at once each get about half of its downlink, where a
+# FIFO port shares by connection.
+CL_PORT_JOBS="5205 5206"
+cluster_ports 1 || { echo "FAIL: per-job switch ports"; exit 1; }
+qd=$(cl_sw tc class show dev s0)
+check "the port towards node 0 has a queue per job and one for the rest" \
+	"[ \$(grep -c 'class htb 5:1[0-9a-f] parent 5:1 ' <<<\"\$qd\") -eq 3 ]"
+for p in 5205 5206; do
+	cl_in 0 iperf3 -s -1 -p "$p" -B "$(cl_ip 0)" >/dev/null 2>&1 &
+	pids+=($!)
+done
+sleep 0.5
+cl_in 1 iperf3 -c "$(cl_ip 0)" -p 5205 -t 4 -P 4 -J >"$out/j4.json" 2>/dev/null &
+a=$!
+cl_in 2 iperf3 -c "$(cl_ip 0)" -p 5206 -t 4 -J >"$out/j1.json" 2>/dev/null
+wait "$a"
+j4=$(jq '.end.sum_received.bits_per_second / 1e6 | floor' "$out/j4.json")
+j1=$(jq '.end.sum_received.bits_per_second / 1e6 | floor' "$out/j1.json")
+check "per-job ports: 4 connections ${j4:-?} Mbit/s, 1 connection ${j1:-?} Mbit/s: each 40-60 % of the two" \
+	"[ -n '$j4' ] && [ -n '$j1' ] && [ \$((100 * ${j1:-0} / (${j1:-0} + ${j4:-0} + 1))) -ge 40 ] && [ \$((100 * ${j1:-0} / (${j1:-0} + ${j4:-0} + 1))) -le 60 ]"
+run_ps "$out/r.jsonl" mercury-jobports tiny mercury --iters 2 --chunk 10000 --verify --timeout 20
+check "mercury over per-job ports: every pull matched; the run names the fabric" \
+	"tail -n1 '$out/r.jsonl' | jq -e '.ok and (.fabric | test(\"per-job DWRR\"))' >/dev/null"
 
 [ $fails -eq 0 ] && { echo "all checks passed"; exit 0; }
 echo "$fails check(s) failed"
