@@ -22,7 +22,8 @@
 # serves one queue per job, the job's packets chosen by its TCP port (source or destination
 # P_j: the PS's listening port), and one queue for everything else, in turn by weight
 # (DWRR: htb classes of equal assured rate, one prio), each a FIFO of the port buffer divided
-# by the queues, so the buffer is the same as the FIFO port's. A switch does this with an ACL
+# by the jobs, so the jobs' queues hold what the FIFO port does (the rest's queue, empty
+# without other traffic, is extra buffer beside it, as a shared buffer would lend). A switch does this with an ACL
 # that puts a job's L4 port into a traffic class scheduled by DWRR: jobs isolated from each
 # other at every port, no order inside a job.
 #
@@ -283,7 +284,7 @@ fabric_desc() {
 	if [ -n "$CL_PORT_JOBS" ]; then
 		local nq
 		nq=$(($(wc -w <<<"$CL_PORT_JOBS") + 1))
-		ports="per-job DWRR port queues (TCP ports ${CL_PORT_JOBS// /, }, and the rest: $nq queues of $((CL_PORT_BUF / nq)) bytes)"
+		ports="per-job DWRR port queues (TCP ports ${CL_PORT_JOBS// /, }, and the rest: $nq queues of $((CL_PORT_BUF / (nq - 1))) bytes)"
 	fi
 	case $CL_FABRIC in
 	egress) echo "egress-only fabric (unshaped switch ports)" ;;
@@ -364,7 +365,7 @@ port_shape_jobs() {
 		cls=5:$((10 + q))
 		cl_sw tc class add dev "$dev" parent 5:1 classid "$cls" htb rate "$((rate * 1000 / nq))kbit" \
 			ceil "${rate}mbit" quantum 60000 burst 64k cburst 64k prio 0 || return 1
-		cl_sw tc qdisc add dev "$dev" parent "$cls" bfifo limit $((CL_PORT_BUF / nq)) || return 1
+		cl_sw tc qdisc add dev "$dev" parent "$cls" bfifo limit $((CL_PORT_BUF / (nq - 1))) || return 1
 	done
 	q=0
 	for p in $CL_PORT_JOBS; do
