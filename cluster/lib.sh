@@ -23,7 +23,12 @@
 # P_j: the PS's listening port), and one queue for everything else, in turn by weight
 # (DWRR: htb classes of equal assured rate, one prio), each a FIFO of the port buffer divided
 # by the jobs, so the jobs' queues hold what the FIFO port does (the rest's queue, empty
-# without other traffic, is extra buffer beside it, as a shared buffer would lend). A switch does this with an ACL
+# without other traffic, is extra buffer beside it); CL_PORT_JOB_BUF=whole gives each queue
+# the whole port buffer instead (a shared buffer lending a lone busy queue all of it; with
+# every queue busy, more than the port holds: an upper bound). CL_PORT_ACK_FIRST=1 adds a
+# queue served before them for packets under 128 bytes (pure ACKs; a switch's ACL on length,
+# or a DSCP for control packets), so that a window-bound sender's ACKs do not wait behind
+# the downlink's data. A switch does this with an ACL
 # that puts a job's L4 port into a traffic class scheduled by DWRR: jobs isolated from each
 # other at every port, no order inside a job.
 #
@@ -88,6 +93,7 @@ CL_PORT_BUF_REAL=${CL_PORT_BUF_REAL:-2097152}
 CL_PORT_QUEUES=${CL_PORT_QUEUES:-1}
 CL_PORT_ECN=${CL_PORT_ECN:-0}
 CL_PORT_JOBS=${CL_PORT_JOBS:-}
+CL_PORT_JOB_BUF=${CL_PORT_JOB_BUF:-split}
 CL_NODE_GSO_MAX=${CL_NODE_GSO_MAX:-60000}
 # bytes a FIFO port's tbf sends at once after an idle spell (64 KiB; settable only to show
 # the packet cutting above: keep CL_NODE_GSO_MAX under it)
@@ -211,6 +217,10 @@ cluster_up() {
 	fi
 	if [ -n "$CL_PORT_JOBS" ]; then
 		local p
+		case $CL_PORT_JOB_BUF in split | whole) ;; *)
+			echo "cluster: CL_PORT_JOB_BUF is split or whole, not '$CL_PORT_JOB_BUF'" >&2
+			return 1 ;;
+		esac
 		if [ "$CL_PORT_QUEUES" -gt 1 ] || [ "$CL_PORT_ECN" = 1 ] || [ "$CL_FABRIC" = egress ]; then
 			echo "cluster: CL_PORT_JOBS queues FIFO switch ports by job: not with CL_PORT_QUEUES=$CL_PORT_QUEUES, CL_PORT_ECN=$CL_PORT_ECN or CL_FABRIC=$CL_FABRIC" >&2
 			return 1
@@ -284,7 +294,8 @@ fabric_desc() {
 	if [ -n "$CL_PORT_JOBS" ]; then
 		local nq
 		nq=$(($(wc -w <<<"$CL_PORT_JOBS") + 1))
-		ports="per-job DWRR port queues (TCP ports ${CL_PORT_JOBS// /, }, and the rest: $nq queues of $((CL_PORT_BUF / (nq - 1))) bytes)"
+		ports="per-job DWRR port queues (TCP ports ${CL_PORT_JOBS// /, }, and the rest: $nq queues of $(port_job_buf) bytes)"
+		[ "${CL_PORT_ACK_FIRST:-0}" = 1 ] && ports+=", packets under 128 bytes first"
 	fi
 	case $CL_FABRIC in
 	egress) echo "egress-only fabric (unshaped switch ports)" ;;
@@ -355,6 +366,11 @@ port_shape() {
 # port_shape_jobs DEV RATE_MBIT: one FIFO per job of CL_PORT_JOBS (u32 on its TCP port, either
 # direction) and one for the rest (the htb default), served in turn: equal assured rates and
 # quanta, each may borrow the whole rate.
+port_job_buf() {
+	if [ "$CL_PORT_JOB_BUF" = whole ]; then echo "$CL_PORT_BUF"; else
+		echo $((CL_PORT_BUF / $(wc -w <<<"$CL_PORT_JOBS")))
+	fi
+}
 port_shape_jobs() {
 	local dev=$1 rate=$2 p q=0 nq cls
 	nq=$(($(wc -w <<<"$CL_PORT_JOBS") + 1))
@@ -364,15 +380,23 @@ port_shape_jobs() {
 	for ((q = 0; q < nq; q++)); do
 		cls=5:$((10 + q))
 		cl_sw tc class add dev "$dev" parent 5:1 classid "$cls" htb rate "$((rate * 1000 / nq))kbit" \
-			ceil "${rate}mbit" quantum 60000 burst 64k cburst 64k prio 0 || return 1
-		cl_sw tc qdisc add dev "$dev" parent "$cls" bfifo limit $((CL_PORT_BUF / (nq - 1))) || return 1
+			ceil "${rate}mbit" quantum 60000 burst 64k cburst 64k prio 1 || return 1
+		cl_sw tc qdisc add dev "$dev" parent "$cls" bfifo limit "$(port_job_buf)" || return 1
 	done
+	if [ "${CL_PORT_ACK_FIRST:-0}" = 1 ]; then
+		cl_sw tc class add dev "$dev" parent 5:1 classid 5:9 htb rate 1mbit ceil "${rate}mbit" \
+			quantum 60000 burst 64k cburst 64k prio 0 || return 1
+		cl_sw tc qdisc add dev "$dev" parent 5:9 bfifo limit "$CL_PORT_BUF" || return 1
+		# IPv4 total length below 128: the top 9 bits of the 16-bit field at offset 2 are 0
+		cl_sw tc filter add dev "$dev" parent 5: protocol ip prio 1 u32 \
+			match ip protocol 6 0xff match u16 0 0xff80 at 2 flowid 5:9 || return 1
+	fi
 	q=0
 	for p in $CL_PORT_JOBS; do
 		cls=5:$((10 + q))
-		cl_sw tc filter add dev "$dev" parent 5: protocol ip prio 1 u32 \
+		cl_sw tc filter add dev "$dev" parent 5: protocol ip prio 2 u32 \
 			match ip protocol 6 0xff match ip sport "$p" 0xffff flowid "$cls" || return 1
-		cl_sw tc filter add dev "$dev" parent 5: protocol ip prio 1 u32 \
+		cl_sw tc filter add dev "$dev" parent 5: protocol ip prio 2 u32 \
 			match ip protocol 6 0xff match ip dport "$p" 0xffff flowid "$cls" || return 1
 		q=$((q + 1))
 	done

@@ -124,6 +124,16 @@ j4=$(jq '.end.sum_received.bits_per_second / 1e6 | floor' "$out/j4.json")
 j1=$(jq '.end.sum_received.bits_per_second / 1e6 | floor' "$out/j1.json")
 check "per-job ports: 4 connections ${j4:-?} Mbit/s, 1 connection ${j1:-?} Mbit/s: each 40-60 % of the two" \
 	"[ -n '$j4' ] && [ -n '$j1' ] && [ \$((100 * ${j1:-0} / (${j1:-0} + ${j4:-0} + 1))) -ge 40 ] && [ \$((100 * ${j1:-0} / (${j1:-0} + ${j4:-0} + 1))) -le 60 ]"
+# ... and with CL_PORT_ACK_FIRST=1 the ACKs coming back to the senders through their own
+# downlinks take the queue above the jobs'.
+CL_PORT_ACK_FIRST=1 cluster_ports 1 || { echo "FAIL: per-job switch ports, ACKs first"; exit 1; }
+cl_in 0 iperf3 -s -1 -p 5207 -B "$(cl_ip 0)" >/dev/null 2>&1 &
+pids+=($!)
+sleep 0.5
+cl_in 1 iperf3 -c "$(cl_ip 0)" -p 5207 -t 1 >/dev/null 2>&1
+acks=$(cl_sw tc -s class show dev s1 classid 5:9 | awk '/Sent/ { print $4; exit }')
+check "ACKs first: the port towards the sender queued ${acks:-no} packets above the jobs" \
+	"[ '${acks:-0}' -gt 100 ]"
 run_ps "$out/r.jsonl" mercury-jobports tiny mercury --iters 2 --chunk 10000 --verify --timeout 20
 check "mercury over per-job ports: every pull matched; the run names the fabric" \
 	"tail -n1 '$out/r.jsonl' | jq -e '.ok and (.fabric | test(\"per-job DWRR\"))' >/dev/null"
