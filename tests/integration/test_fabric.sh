@@ -25,6 +25,22 @@ cleanup() {
 	cluster_down
 }
 trap cleanup EXIT
+# two_senders PORT1 PORT2 SECONDS OUT1 OUT2 "ARGS1" "ARGS2": nodes 1 and 2 send into node 0 at
+# once (iperf3 -J reports in OUT1, OUT2; ARGSn: more iperf3 client options, e.g. -P 4).
+two_senders() {
+	local p a args1 args2
+	read -ra args1 <<<"$6"
+	read -ra args2 <<<"$7"
+	for p in "$1" "$2"; do
+		cl_in 0 iperf3 -s -1 -p "$p" -B "$(cl_ip 0)" >/dev/null 2>&1 &
+		pids+=($!)
+	done
+	sleep 0.5
+	cl_in 1 iperf3 -c "$(cl_ip 0)" -p "$1" -t "$3" -J "${args1[@]}" >"$4" 2>/dev/null &
+	a=$!
+	cl_in 2 iperf3 -c "$(cl_ip 0)" -p "$2" -t "$3" -J "${args2[@]}" >"$5" 2>/dev/null
+	wait "$a"
+}
 
 export CL_DSCP=1
 CL_FABRIC=duplex cluster_up 3 200 mercuryd 2>/dev/null || { echo "FAIL: cluster setup"; exit 1; }
@@ -34,15 +50,7 @@ check "the switch port towards node 0 is a FIFO of the port buffer at 200 Mbit/s
 	"[[ \$qd == *'tbf 5: root'*'rate 200Mbit'* ]]"
 
 # Two senders into node 0 at once: together they get node 0's downlink, not twice it.
-for p in 5201 5202; do
-	cl_in 0 iperf3 -s -1 -p "$p" -B "$(cl_ip 0)" >/dev/null 2>&1 &
-	pids+=($!)
-done
-sleep 0.5
-cl_in 1 iperf3 -c "$(cl_ip 0)" -p 5201 -t 3 -J >"$out/a.json" 2>/dev/null &
-a=$!
-cl_in 2 iperf3 -c "$(cl_ip 0)" -p 5202 -t 3 -J >"$out/b.json" 2>/dev/null
-wait "$a"
+two_senders 5201 5202 3 "$out/a.json" "$out/b.json" "" ""
 sum=$(jq -s 'map(.end.sum_received.bits_per_second) | add / 1e6 | floor' "$out/a.json" "$out/b.json")
 check "two senders into one node share its 200 Mbit/s downlink (${sum:-?} Mbit/s together)" \
 	"[ '${sum:-0}' -gt 100 ] && [ '${sum:-999}' -le 210 ]"
@@ -85,15 +93,7 @@ filters=$(cl_sw tc filter show dev s0 egress) qdiscs=$(cl_sw tc qdisc show dev s
 check "the port towards node 0 has the marking filter in front of its FIFO" \
 	"[[ \$filters == *'name mercury_port_ec '* && \$qdiscs == *'tbf 5: root'* ]]"
 ce0=$(counters 0 | awk '{ print $6 }')
-for p in 5203 5204; do
-	cl_in 0 iperf3 -s -1 -p "$p" -B "$(cl_ip 0)" >/dev/null 2>&1 &
-	pids+=($!)
-done
-sleep 0.5
-cl_in 1 iperf3 -c "$(cl_ip 0)" -p 5203 -t 3 -P 2 >/dev/null 2>&1 &
-a=$!
-cl_in 2 iperf3 -c "$(cl_ip 0)" -p 5204 -t 3 -P 2 >/dev/null 2>&1
-wait "$a"
+two_senders 5203 5204 3 /dev/null /dev/null "-P 2" "-P 2"
 ce1=$(counters 0 | awk '{ print $6 }')
 check "two ECN senders into node 0: CE marks arrive ($((ce1 - ce0)) packets)" "[ $((ce1 - ce0)) -gt 0 ]"
 run_ps "$out/r.jsonl" mercury-ecn tiny mercury --iters 2 --chunk 10000 --verify --timeout 20 --rcvbuf 0
@@ -111,15 +111,7 @@ cluster_ports 1 || { echo "FAIL: per-job switch ports"; exit 1; }
 qd=$(cl_sw tc class show dev s0)
 check "the port towards node 0 has a queue per job and one for the rest" \
 	"[ \$(grep -c 'class htb 5:1[0-9a-f] parent 5:1 ' <<<\"\$qd\") -eq 3 ]"
-for p in 5205 5206; do
-	cl_in 0 iperf3 -s -1 -p "$p" -B "$(cl_ip 0)" >/dev/null 2>&1 &
-	pids+=($!)
-done
-sleep 0.5
-cl_in 1 iperf3 -c "$(cl_ip 0)" -p 5205 -t 4 -P 4 -J >"$out/j4.json" 2>/dev/null &
-a=$!
-cl_in 2 iperf3 -c "$(cl_ip 0)" -p 5206 -t 4 -J >"$out/j1.json" 2>/dev/null
-wait "$a"
+two_senders 5205 5206 4 "$out/j4.json" "$out/j1.json" "-P 4" ""
 j4=$(jq '.end.sum_received.bits_per_second / 1e6 | floor' "$out/j4.json")
 j1=$(jq '.end.sum_received.bits_per_second / 1e6 | floor' "$out/j1.json")
 check "per-job ports: 4 connections ${j4:-?} Mbit/s, 1 connection ${j1:-?} Mbit/s: each 40-60 % of the two" \
