@@ -103,6 +103,15 @@ cluster_ecn 0 || { echo "FAIL: back to drop-tail ports"; exit 1; }
 filters=$(cl_sw tc filter show dev s0 egress)
 check "cluster_ecn 0 removes the marking filter" "[[ \$filters != *'name mercury_port_ec '* ]]"
 
+# Pure ACKs first on FIFO ports (CL_PORT_ACK_FIRST=1): the ACKs of a flow into node 0 take
+# the queue above the data on the port towards the sender; the data keep one FIFO.
+CL_PORT_ACK_FIRST=1 cluster_ports 1 || { echo "FAIL: FIFO switch ports, ACKs first"; exit 1; }
+two_senders 5208 5209 1 /dev/null /dev/null "" ""
+acks=$(cl_sw tc -s class show dev s1 classid 5:9 | awk '/Sent/ { print $4; exit }')
+fifo=$(cl_sw tc qdisc show dev s1 | grep -c 'bfifo .* parent 5:10 ')
+check "ACKs first on FIFO ports: ${acks:-no} packets above the one data FIFO ($fifo)" \
+	"[ '${acks:-0}' -gt 100 ] && [ '$fifo' = 1 ]"
+
 # Per-job port queues (CL_PORT_JOBS): a job of four connections (port 5205) and one of one
 # connection (port 5206) into node 0 at once each get about half of its downlink, where a
 # FIFO port shares by connection.
