@@ -11,8 +11,7 @@ the service is used): y = a[mode] + b t. A process restarted during the soak (sa
 "pids": {"n1.mercuryd_serve": PID, ...}) gets one intercept per mode and life: a new life
 starts from its own level, and only growth within each life is a leak. Its growth is b x (the
 measured span), what the metric gained from the end of the warm-up to the last sample by the
-fit. A metric grows when
-that exceeds its threshold, by the name's last part:
+fit. A metric grows when that exceeds its threshold, by the name's last part:
   rss_kb               max(--rss-kb, --rss-rel x the metric's median)
   fds, threads         --count (a whole descriptor or thread more, and some)
   anything else        max(--entries, --entries-rel x median): pinned-map entries, tagged

@@ -21,16 +21,17 @@
 # Per-job port queues (CL_PORT_JOBS="P1 P2 ...", FIFO ports only; off by default): each port
 # serves one queue per job, the job's packets chosen by its TCP port (source or destination
 # P_j: the PS's listening port), and one queue for everything else, in turn by weight
-# (DWRR: htb classes of equal assured rate, one prio), each a FIFO of the port buffer divided
-# by the jobs, so the jobs' queues hold what the FIFO port does (the rest's queue, empty
-# without other traffic, is extra buffer beside it); CL_PORT_JOB_BUF=whole gives each queue
-# the whole port buffer instead (a shared buffer lending a lone busy queue all of it; with
-# every queue busy, more than the port holds: an upper bound). CL_PORT_ACK_FIRST=1 adds a
-# queue served before them for packets under 128 bytes (pure ACKs; a switch's ACL on length,
-# or a DSCP for control packets), so that a window-bound sender's ACKs do not wait behind
-# the downlink's data; without CL_PORT_JOBS, one FIFO of the port buffer below it. A switch does this with an ACL
-# that puts a job's L4 port into a traffic class scheduled by DWRR: jobs isolated from each
-# other at every port, no order inside a job.
+# (DWRR: htb classes of equal assured rate, one prio), as a switch with an ACL that puts a
+# job's L4 port into a traffic class scheduled by DWRR does: jobs isolated from each other at
+# every port, no order inside a job. Each queue is a FIFO of the port buffer divided by the
+# jobs, so the jobs' queues hold what the FIFO port does (the rest's queue, empty without
+# other traffic, is extra buffer beside it); CL_PORT_JOB_BUF=whole gives each queue the whole
+# port buffer instead (a shared buffer lending a lone busy queue all of it; with every queue
+# busy, more than the port holds: an upper bound).
+# Pure ACKs first (CL_PORT_ACK_FIRST=1, FIFO or per-job ports): a queue served before the data
+# for packets under 128 bytes (a switch's ACL on length, or a DSCP for control packets), so
+# that a window-bound sender's ACKs do not wait behind the downlink's data; without
+# CL_PORT_JOBS the data keep one FIFO of the port buffer below it.
 #
 # ECN-marking ports (CL_PORT_ECN=1, FIFO ports only): every switch port also marks CE on an
 # ECN-capable packet that arrives while its queue holds more than CL_ECN_MARK bytes (default
@@ -94,6 +95,7 @@ CL_PORT_QUEUES=${CL_PORT_QUEUES:-1}
 CL_PORT_ECN=${CL_PORT_ECN:-0}
 CL_PORT_JOBS=${CL_PORT_JOBS:-}
 CL_PORT_JOB_BUF=${CL_PORT_JOB_BUF:-split}
+CL_PORT_ACK_FIRST=${CL_PORT_ACK_FIRST:-0}
 CL_NODE_GSO_MAX=${CL_NODE_GSO_MAX:-60000}
 # bytes a FIFO port's tbf sends at once after an idle spell (64 KiB; settable only to show
 # the packet cutting above: keep CL_NODE_GSO_MAX under it)
@@ -215,7 +217,7 @@ cluster_up() {
 		echo "cluster: CL_PORT_ECN=1 marks FIFO switch ports: not with CL_PORT_QUEUES=$CL_PORT_QUEUES or CL_FABRIC=$CL_FABRIC" >&2
 		return 1
 	fi
-	if [ -n "$CL_PORT_JOBS" ] || [ "${CL_PORT_ACK_FIRST:-0}" = 1 ]; then
+	if port_by_class; then
 		local p
 		case $CL_PORT_JOB_BUF in split | whole) ;; *)
 			echo "cluster: CL_PORT_JOB_BUF is split or whole, not '$CL_PORT_JOB_BUF'" >&2
@@ -292,11 +294,9 @@ fabric_desc() {
 	[ "$CL_PORT_QUEUES" -gt 1 ] &&
 		ports="$CL_PORT_QUEUES strict-priority DSCP queues of $CL_PORT_BUF bytes per port"
 	if [ -n "$CL_PORT_JOBS" ]; then
-		local nq
-		nq=$(($(wc -w <<<"$CL_PORT_JOBS") + 1))
-		ports="per-job DWRR port queues (TCP ports ${CL_PORT_JOBS// /, }, and the rest: $nq queues of $(port_job_buf) bytes)"
+		ports="per-job DWRR port queues (TCP ports ${CL_PORT_JOBS// /, }, and the rest: $(($(port_jobs) + 1)) queues of $(port_job_buf) bytes)"
 	fi
-	[ "${CL_PORT_ACK_FIRST:-0}" = 1 ] && ports+=", packets under 128 bytes first"
+	[ "$CL_PORT_ACK_FIRST" = 1 ] && ports+=", packets under 128 bytes first"
 	case $CL_FABRIC in
 	egress) echo "egress-only fabric (unshaped switch ports)" ;;
 	duplex) echo "full duplex, $ports$gso" ;;
@@ -329,7 +329,7 @@ port_shape() {
 	[ "$CL_FABRIC" = egress ] && return 0
 	cl_sw tc qdisc del dev "$dev" root 2>/dev/null
 	cl_sw "$PORT_ECN" detach "$dev" 2>/dev/null
-	if { [ -n "$CL_PORT_JOBS" ] || [ "${CL_PORT_ACK_FIRST:-0}" = 1 ]; } && [ "$CL_PORT_QUEUES" -le 1 ]; then
+	if port_by_class && [ "$CL_PORT_QUEUES" -le 1 ]; then
 		port_shape_jobs "$dev" "$rate"
 		return
 	fi
@@ -366,22 +366,26 @@ port_shape() {
 	done
 }
 
-# port_shape_jobs DEV RATE_MBIT: one FIFO per job of CL_PORT_JOBS (u32 on its TCP port, either
-# direction) and one for the rest (the htb default), served in turn: equal assured rates and
-# quanta, each may borrow the whole rate.
+# Whether the FIFO ports are queued by class (per job, or ACKs first): port_shape_jobs.
+port_by_class() { [ -n "$CL_PORT_JOBS" ] || [ "$CL_PORT_ACK_FIRST" = 1 ]; }
+# The jobs of CL_PORT_JOBS, and the bytes each of their port queues holds.
+port_jobs() { wc -w <<<"$CL_PORT_JOBS"; }
 port_job_buf() {
 	local jobs
-	jobs=$(wc -w <<<"$CL_PORT_JOBS")
+	jobs=$(port_jobs)
 	[ "$CL_PORT_JOB_BUF" = whole ] || [ "$jobs" = 0 ] && jobs=1
 	echo $((CL_PORT_BUF / jobs))
 }
+# port_shape_jobs DEV RATE_MBIT: one FIFO per job of CL_PORT_JOBS (u32 on its TCP port, either
+# direction) and one for the rest (the htb default), served in turn: equal assured rates and
+# quanta, each may borrow the whole rate; with CL_PORT_ACK_FIRST a queue above them.
 port_shape_jobs() {
 	local dev=$1 rate=$2 p q=0 nq cls data=$(($2 * 1000))
-	nq=$(($(wc -w <<<"$CL_PORT_JOBS") + 1))
+	nq=$(($(port_jobs) + 1))
 	# The ACK queue is assured a tenth of the rate: a data leaf assured the whole rate keeps
 	# the parent's tokens spent, and a leaf that must borrow would be held to its own rate
 	# (measured: ACKs held to 1 Mbit/s made Mercury alone 2.76-2.82 s, against 2.23-2.24).
-	[ "${CL_PORT_ACK_FIRST:-0}" = 1 ] && data=$((data * 9 / 10))
+	[ "$CL_PORT_ACK_FIRST" = 1 ] && data=$((data * 9 / 10))
 	cl_sw tc qdisc add dev "$dev" root handle 5: htb default $((10 + nq - 1)) || return 1
 	cl_sw tc class add dev "$dev" parent 5: classid 5:1 htb rate "${rate}mbit" ceil "${rate}mbit" \
 		quantum 60000 burst 64k cburst 64k || return 1
@@ -391,7 +395,7 @@ port_shape_jobs() {
 			ceil "${rate}mbit" quantum 60000 burst 64k cburst 64k prio 1 || return 1
 		cl_sw tc qdisc add dev "$dev" parent "$cls" bfifo limit "$(port_job_buf)" || return 1
 	done
-	if [ "${CL_PORT_ACK_FIRST:-0}" = 1 ]; then
+	if [ "$CL_PORT_ACK_FIRST" = 1 ]; then
 		cl_sw tc class add dev "$dev" parent 5:1 classid 5:9 htb rate "$((rate * 100))kbit" ceil "${rate}mbit" \
 			quantum 60000 burst 64k cburst 64k prio 0 || return 1
 		cl_sw tc qdisc add dev "$dev" parent 5:9 bfifo limit "$CL_PORT_BUF" || return 1

@@ -355,9 +355,9 @@ static void test_job_options(void **state)
 }
 
 /* The window bound: by default by the node count (none at 1-2 nodes, where a downlink has one
- * sender; 16 KiB at 3-4 nodes, the same in-flight
- * total towards one server's port from there, never under 8 KiB); a value given, or 0
- * (autotuning), is kept whatever the count; below -1 is refused naming the field. */
+ * sender; 16 KiB at 3-4 nodes, the same in-flight total towards one server's port from there,
+ * never under 8 KiB); a value given, or 0 (autotuning), is kept whatever the count; below -1
+ * is refused naming the field. */
 static void test_rcvbuf_by_nodes(void **state)
 {
 	struct mercury_ps_options o = one_node_options();
