@@ -22,6 +22,12 @@
 #     mercury-2to1  Mercury, the first job weight 2, the second weight 1, job policy share
 #                   (mercuryd attach --job-policy share: each job its own htb class, assured
 #                   rate in proportion to its weight, layer priority inside it)
+#     mercury-2to1-win  as mercury-2to1, and each job's window in proportion to its weight,
+#                   adding up to the equal-weights pair's (--win-split "B1 B2", the two jobs'
+#                   --rcvbuf: by default 10000 and 6400, which this kernel turns into windows
+#                   of 8 and 4 segments of 1448 bytes, against 6 and 6 for 8192; measured with
+#                   ss on a veth pair: a receive buffer is not a window in proportion). A FIFO
+#                   switch port shares by window, not by the nodes' classes.
 #     mercury-prio  Mercury, equal weights under the priority rule (mercuryd's default policy:
 #                   both jobs' layer groups share bands by layer rank)
 #     mercury-2to1-prio  the same weights under the priority rule (mercuryd's default: the
@@ -51,7 +57,7 @@
 # 256 KiB on both fabrics.
 #
 # Usage: cluster/multijob.sh [--pairs "a+b c+d"] [--nodes N] [--repeat N] [--iters N]
-#        [--shrink K] [--bulk-mb M] [--bulk-band last|0] [--no-bulk] [--rcvbuf B] [--quick]
+#        [--shrink K] [--bulk-mb M] [--bulk-band last|0] [--no-bulk] [--rcvbuf B] [--win-split "B1 B2"] [--quick]
 #        [--settings "S ..."] [--mercury-args "ARGS"] [--job-ports] [--out DIR]
 # --settings runs only those of the together settings (the ideal and alone runs always run),
 # e.g. to compare one setting's variants (--rcvbuf) side by side. --mercury-args: more
@@ -68,9 +74,9 @@ export CL_BANDS=${CL_BANDS:-8}
 . "$here/lib.sh"
 
 PAIRS="resnet50+vgg16 bert_base+inception3" NODES=4 REPEAT=3 ITERS=8 SCALE=25 K=8 MARGIN=1.5
-BULK=1 BULK_MB=200 BULK_BAND=last RCVBUF=8192 MERCURY_ARGS=""
+BULK=1 BULK_MB=200 BULK_BAND=last RCVBUF=8192 WIN_SPLIT="10000 6400" MERCURY_ARGS=""
 OUT=${OUT:-$CL_ROOT/build/bench-multijob}
-SETTINGS="fifo partition jobprio mercury mercury-prio mercury-2to1 mercury-2to1-prio"
+SETTINGS="fifo partition jobprio mercury mercury-prio mercury-2to1 mercury-2to1-win mercury-2to1-prio"
 # ByteScheduler's best (P, C) per model alone, MXNet placement (cluster/RESULTS.md, issue 17)
 # ByteScheduler's (P, C) per model: cluster/lib.sh's TUNED, tuned alone on the full-duplex
 # fabric (until 2026-12-06 13:30 the egress-only fabric's)
@@ -85,6 +91,7 @@ while [ $# -gt 0 ]; do
 	--bulk-band) BULK_BAND=$2; shift ;;
 	--no-bulk) BULK=0 ;;
 	--rcvbuf) RCVBUF=$2; shift ;;
+	--win-split) WIN_SPLIT=$2; shift ;;
 	--settings) want_settings=$2; shift ;;
 	--mercury-args) MERCURY_ARGS=$2; shift ;;
 	--job-ports) export CL_PORT_JOBS="9555 9655" ;; # run_jobs: job j listens on 9555 + 100 j
@@ -107,6 +114,7 @@ for v in REPEAT ITERS NODES BULK_MB K; do
 done
 # 0 is mercury-ps's own "no bound" (the kernel autotunes the window)
 [[ $RCVBUF =~ ^(0|[1-9][0-9]*)$ ]] || { echo "bench-multijob: --rcvbuf takes a byte count >= 0 (0: autotuned windows)" >&2; exit 2; }
+[[ $WIN_SPLIT =~ ^[1-9][0-9]*\ [1-9][0-9]*$ ]] || { echo "bench-multijob: --win-split takes two byte counts, the heavier job's first" >&2; exit 2; }
 case $BULK_BAND in last | 0) ;; *) echo "bench-multijob: --bulk-band is last or 0" >&2; exit 2 ;; esac
 for p in $PAIRS; do
 	[[ $p == *+* ]] && [ -f "$CL_ROOT/models/${p%%+*}.prof" ] && [ -f "$CL_ROOT/models/${p##*+}.prof" ] ||
@@ -129,9 +137,10 @@ args_of() {
 	partition) a+=" $(tuned_of "$m" "$K")" ;;
 	jobprio) a+=" --job-band $j" ;;
 	mercury*)
-		local w=1
+		local w=1 b=$RCVBUF split
 		[[ $s == mercury-2to1* ]] && w=$((j == 0 ? 2 : 1))
-		a+=" --weight $w --rcvbuf $RCVBUF $MERCURY_ARGS"
+		[ "$s" = mercury-2to1-win ] && { read -ra split <<<"$WIN_SPLIT"; b=${split[$j]}; }
+		a+=" --weight $w --rcvbuf $b $MERCURY_ARGS"
 		;;
 	esac
 	echo "$a"

@@ -15,8 +15,8 @@ last node's, on one clock):
                the overlap, fractions included): an approximation of its share of the
                contended link time
   share/entitled  share / (weight / sum of weights); equal weights in every setting but
-               mercury-2to1 and mercury-2to1-prio (first job 2, second 1; job policy share,
-               and the priority rule before it)
+               the mercury-2to1 ones (first job 2, second 1: job policy share with equal
+               windows, -win with windows 2:1, -prio the priority rule)
 Per setting: total iterations/s (both jobs, over the overlap), the sum of each job's speed
 against alone (normalised throughput, 2 = no interference), Jain's index over each job's
 speed against alone divided by its entitled share (1 = shares exactly as weighted), the

@@ -34,6 +34,13 @@ except ValueError as e:
 else:
     raise SystemExit(1)' 2>&1"
 
+said=$("$CL_ROOT/cluster/multijob.sh" --win-split 10000 2>&1; echo "rc=$?")
+check "multijob.sh: --win-split wants two byte counts" \
+	"[[ \$said == *'two byte counts'* && \$said == *rc=2 ]]"
+said=$("$CL_ROOT/cluster/multijob.sh" --settings "mercury-2to1-win nosuch" 2>&1; echo "rc=$?")
+check "multijob.sh: an unknown setting is named, the -win one known" \
+	"[[ \$said == *\"unknown setting 'nosuch'\"* && \$said == *rc=2 ]]"
+
 cluster_up 2 200 mercuryd || { echo "FAIL: cluster setup"; exit 1; }
 serve_start || { echo "FAIL: mercuryd serve"; exit 1; }
 
