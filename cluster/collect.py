@@ -46,6 +46,10 @@ def read_or(name, default):
 
 
 switch_drops = int(read_or("swdrop1", "0") or 0) - int(read_or("swdrop0", "0") or 0)
+ports0, ports1 = (json.loads(read_or(f, "{}") or "{}") for f in ("swports0", "swports1"))
+# per port, where any: which queue overflowed (s<i>: towards node i; u0/u1: the rack uplink)
+switch_drops_by_port = {p: v - ports0.get(p, 0) for p, v in sorted(ports1.items())
+                        if v - ports0.get(p, 0)}
 fabric = read_or("fabric", "egress-only fabric (unshaped switch ports)")
 busy0, tot0, steal0 = (float(x) for x in cpu0.split())
 busy1, tot1, steal1 = (float(x) for x in cpu1.split())
@@ -87,6 +91,7 @@ res = {
     # (TCPSpuriousRtxHostQueues): a timer that fired on local queueing, not a loss.
     "rtx_still_queued": rtx_host_queued,
     "switch_drops": switch_drops,
+    "switch_drops_by_port": switch_drops_by_port,
     # Packets that arrived with CE (IpExt InCEPkts, every node): marks of ECN ports
     # (CL_PORT_ECN=1), a GSO packet's segments counted one by one.
     "ce_received": ce_received,

@@ -568,12 +568,20 @@ counters() {
 		END { print to, held, ce + 0 }' /proc/net/netstat
 }
 
-# counters_after DIR: every node's counters, the switch drops and the fabric after a run,
-# into DIR as collect.py reads them (c1.<node>, swdrop1, fabric).
+# counters_before DIR / counters_after DIR: every node's counters, the switch drops (in
+# all and per port) and, after, the fabric, into DIR as collect.py reads them (c0.<node>,
+# swdrop0, swports0; c1.<node>, swdrop1, swports1, fabric).
+counters_before() {
+	local i
+	for ((i = 0; i < CL_NODES; i++)); do counters "$i" >"$1/c0.$i"; done
+	switch_drops >"$1/swdrop0"
+	switch_port_drops >"$1/swports0"
+}
 counters_after() {
 	local i
 	for ((i = 0; i < CL_NODES; i++)); do counters "$i" >"$1/c1.$i"; done
 	switch_drops >"$1/swdrop1"
+	switch_port_drops >"$1/swports1"
 	fabric_desc >"$1/fabric"
 }
 
@@ -585,6 +593,13 @@ switch_drops() {
 		root && /dropped/ { for (k = 1; k <= NF; k++) if ($k == "(dropped") {
 			v = $(k + 1); gsub(",", "", v); d += v } }
 		END { print d + 0 }'
+}
+
+# Drops so far per switch port, as JSON {"port": drops}: s<i> is the port towards node i, u0
+# and u1 the two ends of the uplink between racks (u0 sends rack 0's traffic to rack 1).
+switch_port_drops() {
+	[ "$CL_FABRIC" = egress ] && { echo '{}'; return; }
+	cl_sw tc -s -j qdisc show | jq -c '[.[] | select(.root) | {(.dev): .drops}] | add // {}'
 }
 
 # "busy total steal" jiffies of this VM: steal is CPU time the hypervisor gave to someone
@@ -609,8 +624,7 @@ run_ps() {
 		[ "${CL_DSCP_CONNS:-1}" = 1 ] && [[ " $* " != *" --dscp-queues "* ]]; then
 		extra+=(--dscp-queues "$CL_PORT_QUEUES")
 	fi
-	for ((i = 0; i < CL_NODES; i++)); do counters "$i" >"$tmp/c0.$i"; done
-	switch_drops >"$tmp/swdrop0"
+	counters_before "$tmp"
 	cpu0=$(cpu_busy_jiffies)
 	t0=$(date +%s.%N)
 	local pids=()
@@ -736,8 +750,7 @@ run_jobs() {
 	local out=$1 label=$2 j i rc=0 t0 t1 cpu0 cpu1 tmp pids=() cg=() bulk_pids=()
 	local njobs=${#MJ_MODEL[@]}
 	tmp=$(mktemp -d)
-	for ((i = 0; i < CL_NODES; i++)); do counters "$i" >"$tmp/c0.$i"; done
-	switch_drops >"$tmp/swdrop0"
+	counters_before "$tmp"
 	cpu0=$(cpu_busy_jiffies)
 	t0=$(date +%s.%N)
 	for ((j = 0; j < njobs; j++)); do
@@ -778,7 +791,7 @@ run_jobs() {
 	cpu1=$(cpu_busy_jiffies)
 	counters_after "$tmp"
 	for ((j = 0; j < njobs; j++)); do
-		cp "$tmp"/c[01].* "$tmp"/swdrop* "$tmp/fabric" "$tmp/j$j/"
+		cp "$tmp"/c[01].* "$tmp"/swdrop* "$tmp"/swports* "$tmp/fabric" "$tmp/j$j/"
 		if ! jq -es 'length > 0 and all(.[]; .ok)' "$tmp/j$j"/out.* >/dev/null 2>&1; then
 			echo "cluster: $label job $j (${MJ_MODEL[$j]}) failed:" >&2
 			cat "$tmp/j$j"/err.* >&2

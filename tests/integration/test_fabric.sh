@@ -50,7 +50,13 @@ check "the switch port towards node 0 is a FIFO of the port buffer at 200 Mbit/s
 	"[[ \$qd == *'tbf 5: root'*'rate 200Mbit'* ]]"
 
 # Two senders into node 0 at once: together they get node 0's downlink, not twice it.
+d0=$(switch_drops) p0=$(switch_port_drops)
 two_senders 5201 5202 3 "$out/a.json" "$out/b.json" "" ""
+d1=$(switch_drops) p1=$(switch_port_drops)
+# what two autotuned senders overflow is node 0's port, and the ports add up to the total
+check "switch drops per port: node 0's port overflowed, the ports sum to the total ($p0 -> $p1)" \
+	"jq -ne --argjson a '$p0' --argjson b '$p1' '(\$b.s0 - (\$a.s0 // 0)) > 0 and
+		([\$b | to_entries[] | .value - (\$a[.key] // 0)] | add) == $d1 - $d0' >/dev/null"
 sum=$(jq -s 'map(.end.sum_received.bits_per_second) | add / 1e6 | floor' "$out/a.json" "$out/b.json")
 check "two senders into one node share its 200 Mbit/s downlink (${sum:-?} Mbit/s together)" \
 	"[ '${sum:-0}' -gt 100 ] && [ '${sum:-999}' -le 210 ]"
