@@ -69,7 +69,10 @@ def main():
     alone = defaultdict(list)   # (pair, model, setting) -> iter_s
     ideal = {}                  # (pair, model, full|half) -> iter_s
     runs = defaultdict(list)    # (pair, case, setting, rep) -> lines
+    fabrics = defaultdict(dict)  # pair -> the fabrics its runs name, in order
     for r in rows:
+        if r.get("fabric") and r.get("pair"):
+            fabrics[r["pair"]][r["fabric"]] = True
         if str(r.get("setting", "")).startswith("ideal-"):
             ideal[(r["pair"], r["model"], r["setting"][6:])] = r["iter_s"]
         elif r.get("alone") and r.get("mode") != "bulk":
@@ -126,6 +129,8 @@ def main():
               % (a, fmt(best.get((pair, a))), b, fmt(best.get((pair, b))),
                  a, fmt(ideal.get((pair, a, "full"))), b, fmt(ideal.get((pair, b, "full"))),
                  a, fmt(ideal.get((pair, a, "half"))), b, fmt(ideal.get((pair, b, "half")))))
+        for f in fabrics.get(pair, {}):
+            print("Fabric: %s.\n" % f)
         for case in ("plain", "bulk"):
             # in the order they ran (multijob.sh's), the bulk flow's lone run left out
             keys = [k for k in cells if k[:2] == (pair, case) and k[2] != "bulk-alone"]
