@@ -335,8 +335,9 @@ bench-ecn: $(BUILD)/mercury-ps $(BUILD)/mercuryd $(BUILD)/bench/port_ecn
 	cluster/ecn.sh
 
 # Two PS jobs sharing 4 nodes (ResNet-50 + VGG16, BERT-base + Inception-v3; alone, fifo,
-# tuned ByteScheduler, per-job priority, Mercury 1:1 under share and under priority, 2:1),
-# then beside a bulk transfer: about 45 min (cluster/multijob.sh; --repeat 1 about 17). Not
+# tuned ByteScheduler, per-job priority, Mercury 1:1 under share and under priority, 2:1 with
+# equal windows and with windows 2:1), then beside a bulk transfer: about 50 min
+# (cluster/multijob.sh; --repeat 1 about 19). Not
 # in CI: tests/integration/test_multijob.sh is its smoke.
 bench-multijob: $(BUILD)/mercury-ps $(BUILD)/mercuryd
 	cluster/multijob.sh

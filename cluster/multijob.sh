@@ -57,8 +57,9 @@
 # 256 KiB on both fabrics.
 #
 # Usage: cluster/multijob.sh [--pairs "a+b c+d"] [--nodes N] [--repeat N] [--iters N]
-#        [--shrink K] [--bulk-mb M] [--bulk-band last|0] [--no-bulk] [--rcvbuf B] [--win-split "B1 B2"] [--quick]
-#        [--settings "S ..."] [--mercury-args "ARGS"] [--job-ports] [--out DIR]
+#        [--shrink K] [--bulk-mb M] [--bulk-band last|0] [--no-bulk] [--rcvbuf B]
+#        [--win-split "B1 B2"] [--quick] [--settings "S ..."] [--mercury-args "ARGS"]
+#        [--job-ports] [--out DIR]
 # --settings runs only those of the together settings (the ideal and alone runs always run),
 # e.g. to compare one setting's variants (--rcvbuf) side by side. --mercury-args: more
 # mercury-ps options for every Mercury job, alone and together (e.g. "--conns 2").
