@@ -108,6 +108,9 @@ rto_for() {
 
 cluster_up "$NODES" "$RATE" mercuryd || exit 1
 serve_start || exit 1
+# the bound counts the rack uplink where there is one (CL_FABRIC=tworack), as model_ideal does
+UPLINK=()
+[ "$CL_FABRIC" = tworack ] && UPLINK=(--uplink "${CL_UPLINK_MBIT}mbit")
 
 for model in $MODELS; do
 	rto_for "$model" || exit 1
@@ -119,7 +122,7 @@ for model in $MODELS; do
 		read -ra place <<<"$(place_of "$case")"
 		"$PS_BIN" ideal --profile "$CL_ROOT/models/$model.prof" --nodes "$NODES" \
 			--rate "${RATE}mbit" --shrink "$(shrink_of "$model")" --time-scale "$ts" \
-			"${place[@]}" | jq -c '. + {label: "ideal", ok: true}' >>"$f"
+			"${place[@]}" "${UPLINK[@]}" | jq -c '. + {label: "ideal", ok: true}' >>"$f"
 		t0=$(date +%s)
 		REP=0
 		for pc in $GRID; do
@@ -132,7 +135,7 @@ for model in $MODELS; do
 			read -ra pa <<<"$(part_args "$model" "${pc%%:*}" "${pc##*:}")"
 			"$PS_BIN" ideal --profile "$CL_ROOT/models/$model.prof" --nodes "$NODES" \
 				--rate "${RATE}mbit" --shrink "$(shrink_of "$model")" --time-scale "$ts" \
-				"${place[@]}" --mode partition "${pa[@]}" | jq -c --arg l "ideal:$pc" '. + {label: $l, ok: true}' >>"$f"
+				"${place[@]}" "${UPLINK[@]}" --mode partition "${pa[@]}" | jq -c --arg l "ideal:$pc" '. + {label: $l, ok: true}' >>"$f"
 		done
 		for ((REP = 0; REP < REPEAT; REP++)); do
 			run_cell "$f" fifo "$model" fifo "${args[@]}"
