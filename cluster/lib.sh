@@ -568,39 +568,33 @@ counters() {
 		END { print to, held, ce + 0 }' /proc/net/netstat
 }
 
-# counters_before DIR / counters_after DIR: every node's counters, the switch drops (in
-# all and per port) and, after, the fabric, into DIR as collect.py reads them (c0.<node>,
-# swdrop0, swports0; c1.<node>, swdrop1, swports1, fabric).
+# counters_before DIR / counters_after DIR: every node's counters, the switch drops (per
+# port, and their sum: one reading of the switch) and, after, the fabric, into DIR as
+# collect.py reads them (c0.<node>, swports0, swdrop0; c1.<node>, swports1, swdrop1, fabric).
 counters_before() {
 	local i
 	for ((i = 0; i < CL_NODES; i++)); do counters "$i" >"$1/c0.$i"; done
-	switch_drops >"$1/swdrop0"
 	switch_port_drops >"$1/swports0"
+	port_drops_total <"$1/swports0" >"$1/swdrop0"
 }
 counters_after() {
 	local i
 	for ((i = 0; i < CL_NODES; i++)); do counters "$i" >"$1/c1.$i"; done
-	switch_drops >"$1/swdrop1"
 	switch_port_drops >"$1/swports1"
+	port_drops_total <"$1/swports1" >"$1/swdrop1"
 	fabric_desc >"$1/fabric"
 }
 
-# Drops at the switch ports so far (sum over every port's qdiscs).
-switch_drops() {
-	[ "$CL_FABRIC" = egress ] && { echo 0; return; }
-	# a root qdisc counts its children's drops too: only roots
-	cl_sw tc -s qdisc show | awk '/^qdisc/ { root = / root / }
-		root && /dropped/ { for (k = 1; k <= NF; k++) if ($k == "(dropped") {
-			v = $(k + 1); gsub(",", "", v); d += v } }
-		END { print d + 0 }'
-}
-
 # Drops so far per switch port, as JSON {"port": drops}: s<i> is the port towards node i, u0
-# and u1 the two ends of the uplink between racks (u0 sends rack 0's traffic to rack 1).
+# and u1 the two ends of the uplink between racks (u0 sends rack 0's traffic to rack 1). A
+# root qdisc counts its children's drops too: only roots.
 switch_port_drops() {
 	[ "$CL_FABRIC" = egress ] && { echo '{}'; return; }
 	cl_sw tc -s -j qdisc show | jq -c '[.[] | select(.root) | {(.dev): .drops}] | add // {}'
 }
+# The sum of switch_port_drops' JSON on stdin; switch_drops: all ports' drops so far.
+port_drops_total() { jq '[.[]] | add // 0'; }
+switch_drops() { switch_port_drops | port_drops_total; }
 
 # "busy total steal" jiffies of this VM: steal is CPU time the hypervisor gave to someone
 # else; a run with much of it is timed on a descheduled CPU (veth backlogs stall and reorder).
