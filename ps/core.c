@@ -52,14 +52,17 @@ void ps_shutdown_all(struct ps_node *n)
 void ps_fail(struct ps_node *n, const char *fmt, ...)
 {
 	va_list ap;
-	bool was = atomic_exchange(&n->failed, true);
 
+	pthread_mutex_lock(&n->err_mu);
+	bool was = atomic_exchange(&n->failed, true);
 	if (!was) {
 		va_start(ap, fmt);
 		vsnprintf(n->err, sizeof(n->err), fmt, ap);
 		va_end(ap);
-		fprintf(stderr, "mercury-ps: %s\n", n->err);
 	}
+	pthread_mutex_unlock(&n->err_mu);
+	if (!was)
+		fprintf(stderr, "mercury-ps: %s\n", n->err);
 	pthread_mutex_lock(&n->mu);
 	pthread_cond_broadcast(&n->cv);
 	pthread_mutex_unlock(&n->mu);

@@ -92,6 +92,8 @@ struct ps_node {
 
 	/* failure, counters, tagging, the event record (core.c, tag.c) */
 	atomic_bool failed, closing;
+	pthread_mutex_t err_mu; /* held while the first failure writes err: a reader that saw
+				 * failed takes it once, so it never reads err half written */
 	char err[256];
 	atomic_uint_fast64_t bytes_sent;
 	void *tagger; /* libmercury client, mercury mode */

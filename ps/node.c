@@ -225,6 +225,7 @@ int ps_node_start(const struct ps_config *cfg, const uint64_t *params, int nlaye
 	n->K = cfg->mode == PS_MERCURY ? (cfg->conns < n->L ? cfg->conns : n->L) : 1;
 	n->listen_fd = -1;
 	pthread_mutex_init(&n->mu, NULL);
+	pthread_mutex_init(&n->err_mu, NULL);
 	pthread_cond_init(&n->cv, NULL);
 	if (n->L < 1 || n->K < 1 || n->K > PS_MAX_CONNS || cfg->nodes < 1 ||
 	    cfg->nodes > PS_MAX_NODES || cfg->rank < 0 || cfg->rank >= cfg->nodes ||
@@ -285,14 +286,16 @@ int ps_node_stop(struct ps_node *n, struct ps_result *res, char *err, size_t err
 	ps_drain_stop(n);
 	ps_transport_close(n);
 	ps_tag_close(n);
-	if (atomic_load(&n->failed)) {
-		snprintf(err, errlen, "%s", n->err);
+	const char *why = ps_node_error(n);
+	if (why) {
+		snprintf(err, errlen, "%s", why);
 		r = -EIO;
 	}
 	if (n->cfg.timeline && n->nev)
 		write_timeline(n, n->t_start);
 	free_state(n);
 	pthread_mutex_destroy(&n->mu);
+	pthread_mutex_destroy(&n->err_mu);
 	pthread_cond_destroy(&n->cv);
 	free(n);
 	return r;
@@ -348,7 +351,12 @@ int ps_node_finish(struct ps_node *n, uint64_t *split_sockets, uint64_t *split_q
 
 const char *ps_node_error(struct ps_node *n)
 {
-	return atomic_load(&n->failed) ? n->err : NULL;
+	if (!atomic_load(&n->failed))
+		return NULL;
+	/* failed is set before the message is written (ps_fail): wait for the writer */
+	pthread_mutex_lock(&n->err_mu);
+	pthread_mutex_unlock(&n->err_mu);
+	return n->err;
 }
 
 bool ps_node_tagged(struct ps_node *n)

@@ -84,9 +84,10 @@ rc=$?
 check "rank 1 killed: rank 0 stopped ${took} s later (< 10 s, its timeout)" "lt $took 10"
 check "rank 1 killed: the run failed (exit $rc)" "[ $rc -ne 0 ]"
 # rank 0's message: in the launcher's copy of its output (node0.log) or the per-rank logs,
-# which can land after the launcher exits, a line half written at first; a copy can also
-# keep a line cut in two for good (CI, 2026-12-07: "...: worker " and no more in the first
-# file grep read). So every copy is read, for up to 2 s, for one whole line.
+# which can land after the launcher exits, a line half written at first: every copy is read,
+# for up to 2 s, for one whole line. (A message cut for good, "...: worker " and no more, seen
+# twice in CI on 2026-12-07, was mercury-ps handing out its error while the failing thread
+# still wrote it; fixed in ps/core.c, and this check is what catches it coming back.)
 lost='(worker|server|node) 1 '
 said() { # where rank 0 was when it noticed: waiting for an aggregate, or pushing the next layer
 	grep -hoE "(waiting for|asking for|pushing) layer [0-9]+'s (aggregate|gradient) of iteration [0-9]+: .*" \
