@@ -59,12 +59,17 @@
 # Usage: cluster/multijob.sh [--pairs "a+b c+d"] [--nodes N] [--repeat N] [--iters N]
 #        [--shrink K] [--bulk-mb M] [--bulk-band last|0] [--no-bulk] [--rcvbuf B]
 #        [--win-split "B1 B2"] [--quick] [--settings "S ..."] [--mercury-args "ARGS"]
-#        [--job-ports] [--out DIR]
+#        [--job-ports] [--compute F] [--out DIR]
 # --settings runs only those of the together settings (the ideal and alone runs always run),
 # e.g. to compare one setting's variants (--rcvbuf) side by side. --mercury-args: more
 # mercury-ps options for every Mercury job, alone and together (e.g. "--conns 2").
 # --job-ports: every switch port queues by job (cluster/lib.sh CL_PORT_JOBS: one FIFO per job
 # and one for the rest, served in turn), as a switch with a per-job ACL into DWRR queues.
+# --compute F: every job's compute times (and the ideal's) multiplied by F (default 1). With F
+# small (0.05) both jobs are bound by communication: both are backlogged nearly all the time,
+# so the share each gets of the overlap is its share while both are backlogged (with the
+# models' compute, a job computing leaves the links to the other and the share over the
+# overlap mixes both). The scaled minimum RTO stays the default time scale's.
 # A smoke of the script itself (about a minute): --pairs tiny+tiny --nodes 2 --shrink 1
 # --repeat 1 --iters 3 --bulk-mb 20
 set -uo pipefail
@@ -75,7 +80,7 @@ export CL_BANDS=${CL_BANDS:-8}
 . "$here/lib.sh"
 
 PAIRS="resnet50+vgg16 bert_base+inception3" NODES=4 REPEAT=3 ITERS=8 SCALE=25 K=8 MARGIN=1.5
-BULK=1 BULK_MB=200 BULK_BAND=last RCVBUF=8192 WIN_SPLIT="10000 6400" MERCURY_ARGS=""
+BULK=1 BULK_MB=200 BULK_BAND=last RCVBUF=8192 WIN_SPLIT="10000 6400" MERCURY_ARGS="" COMPUTE=1
 OUT=${OUT:-$CL_ROOT/build/bench-multijob}
 SETTINGS="fifo partition jobprio mercury mercury-prio mercury-2to1 mercury-2to1-win mercury-2to1-prio"
 # ByteScheduler's best (P, C) per model alone, MXNet placement (cluster/RESULTS.md, issue 17)
@@ -95,6 +100,7 @@ while [ $# -gt 0 ]; do
 	--win-split) WIN_SPLIT=$2; shift ;;
 	--settings) want_settings=$2; shift ;;
 	--mercury-args) MERCURY_ARGS=$2; shift ;;
+	--compute) COMPUTE=$2; shift ;;
 	--job-ports) export CL_PORT_JOBS="9555 9655" ;; # run_jobs: job j listens on 9555 + 100 j
 	--quick) PAIRS=resnet50+vgg16 REPEAT=1 ITERS=3 BULK_MB=50 ;;
 	--out) OUT=$2; shift ;;
@@ -116,6 +122,8 @@ done
 # 0 is mercury-ps's own "no bound" (the kernel autotunes the window)
 [[ $RCVBUF =~ ^(0|[1-9][0-9]*)$ ]] || { echo "bench-multijob: --rcvbuf takes a byte count >= 0 (0: autotuned windows)" >&2; exit 2; }
 [[ $WIN_SPLIT =~ ^[1-9][0-9]*\ [1-9][0-9]*$ ]] || { echo "bench-multijob: --win-split takes two byte counts, the heavier job's first" >&2; exit 2; }
+[[ $COMPUTE =~ ^[0-9]+(\.[0-9]+)?$ ]] && [ "$(echo "$COMPUTE > 0" | bc -l)" = 1 ] ||
+	{ echo "bench-multijob: --compute takes a factor > 0 (1: the models' compute)" >&2; exit 2; }
 case $BULK_BAND in last | 0) ;; *) echo "bench-multijob: --bulk-band is last or 0" >&2; exit 2 ;; esac
 for p in $PAIRS; do
 	[[ $p == *+* ]] && [ -f "$CL_ROOT/models/${p%%+*}.prof" ] && [ -f "$CL_ROOT/models/${p##*+}.prof" ] ||
@@ -125,6 +133,7 @@ done
 [ -x "$PS_BIN" ] && [ -x "$MERCURYD" ] || { echo "bench-multijob: run make first" >&2; exit 1; }
 RATE=$((10000 / SCALE))
 TS=$(echo "$SCALE / $K" | bc -l)
+CTS=$(echo "$TS * $COMPUTE" | bc -l) # the jobs' compute time scale
 mkdir -p "$OUT"
 : >"$OUT/results.jsonl"
 
@@ -132,7 +141,7 @@ mkdir -p "$OUT"
 # args_of SETTING J MODEL ITERS: job J's mercury-ps arguments in SETTING
 args_of() {
 	local s=$1 j=$2 m=$3 n=$4 a
-	a="--iters $n --warmup 1 --shrink $K --time-scale $TS --job $((j + 1))"
+	a="--iters $n --warmup 1 --shrink $K --time-scale $CTS --job $((j + 1))"
 	case $s in
 	fifo) ;;
 	partition) a+=" $(tuned_of "$m" "$K")" ;;
@@ -179,8 +188,8 @@ cell() {
 	MJ_BULK=$bulk run_jobs "$one" "$pair/$case/$s" ||
 		echo "bench-multijob: $pair $case $s: a process failed (kept, ok false)" >&2
 	jq -c --arg p "$pair" --arg c "$case" --arg s "$s" --argjson r "$REP" \
-		--arg alone "$([ "$na" -gt 0 ] && [ "$nb" -gt 0 ] || echo 1)" \
-		'. + {pair: $p, case: $c, setting: $s, rep: $r, alone: ($alone == "1")}' \
+		--arg alone "$([ "$na" -gt 0 ] && [ "$nb" -gt 0 ] || echo 1)" --argjson f "$COMPUTE" \
+		'. + {pair: $p, case: $c, setting: $s, rep: $r, alone: ($alone == "1"), compute: $f}' \
 		"$one" >>"$OUT/results.jsonl"
 	rm -f "$one"
 }
@@ -199,7 +208,7 @@ pair_cells() {
 		for m in "$a" "$b"; do
 			for r in "$RATE" "$((RATE / 2))"; do
 				"$PS_BIN" ideal --profile "$CL_ROOT/models/$m.prof" --nodes "$NODES" \
-					--rate "${r}mbit" --shrink "$K" --time-scale "$TS" |
+					--rate "${r}mbit" --shrink "$K" --time-scale "$CTS" |
 					jq -c --arg p "$pair" --arg s "ideal-$([ "$r" = "$RATE" ] && echo full || echo half)" \
 						--argjson r "$r" '. + {pair: $p, case: "plain", setting: $s, rate_mbit: $r}' \
 						>>"$OUT/results.jsonl"

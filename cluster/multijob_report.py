@@ -16,7 +16,8 @@ last node's, on one clock):
                contended link time
   share/entitled  share / (weight / sum of weights); equal weights in every setting but
                the mercury-2to1 ones (first job 2, second 1: job policy share with equal
-               windows, -win with windows 2:1, -prio the priority rule)
+               windows, -win with windows 2:1, -prio the priority rule); runs with the
+               compute scaled down (multijob.sh --compute) say so above the table
 Per setting: total iterations/s (both jobs, over the overlap), the sum of each job's speed
 against alone (normalised throughput, 2 = no interference), Jain's index over each job's
 speed against alone divided by its entitled share (1 = shares exactly as weighted), the
@@ -70,9 +71,12 @@ def main():
     ideal = {}                  # (pair, model, full|half) -> iter_s
     runs = defaultdict(list)    # (pair, case, setting, rep) -> lines
     fabrics = defaultdict(dict)  # pair -> the fabrics its runs name, in order
+    computes = defaultdict(dict)  # pair -> the compute factors its runs name (--compute)
     for r in rows:
         if r.get("fabric") and r.get("pair"):
             fabrics[r["pair"]][r["fabric"]] = True
+        if r.get("pair") and r.get("compute", 1) != 1:
+            computes[r["pair"]][r["compute"]] = True
         if str(r.get("setting", "")).startswith("ideal-"):
             ideal[(r["pair"], r["model"], r["setting"][6:])] = r["iter_s"]
         elif r.get("alone") and r.get("mode") != "bulk":
@@ -131,6 +135,9 @@ def main():
                  a, fmt(ideal.get((pair, a, "half"))), b, fmt(ideal.get((pair, b, "half")))))
         for f in fabrics.get(pair, {}):
             print("Fabric: %s.\n" % f)
+        for c in computes.get(pair, {}):
+            print("Compute: the models' times x %g (--compute): both jobs bound by "
+                  "communication, so the shares are those while both are backlogged.\n" % c)
         for case in ("plain", "bulk"):
             # in the order they ran (multijob.sh's), the bulk flow's lone run left out
             keys = [k for k in cells if k[:2] == (pair, case) and k[2] != "bulk-alone"]

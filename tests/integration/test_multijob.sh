@@ -40,6 +40,11 @@ check "multijob.sh: --win-split wants two byte counts" \
 said=$("$CL_ROOT/cluster/multijob.sh" --settings "mercury-2to1-win nosuch" 2>&1; echo "rc=$?")
 check "multijob.sh: an unknown setting is named, the -win one known" \
 	"[[ \$said == *\"unknown setting 'nosuch'\"* && \$said == *rc=2 ]]"
+for f in 0 .05 x; do
+	said=$("$CL_ROOT/cluster/multijob.sh" --compute "$f" 2>&1; echo "rc=$?")
+	check "multijob.sh: --compute $f is refused (a factor > 0, JSON's spelling)" \
+		"[[ \$said == *'--compute takes a factor > 0'* && \$said == *rc=2 ]]"
+done
 
 cluster_up 2 200 mercuryd || { echo "FAIL: cluster setup"; exit 1; }
 serve_start || { echo "FAIL: mercuryd serve"; exit 1; }

@@ -41,6 +41,12 @@ check "equal weights: a 1 s over the overlap (2x alone, 1.25x fair), share 0.67 
 check "2:1 weights: the same shares are what a weight-2 job is entitled to ($w21)" \
 	"[[ \$w21 == *'| 0.67 (1.00) |'*'| 0.33 (1.00) |'* ]]"
 check "iterations/s of both jobs over the overlap: 1 + 0.5" "[[ \$eq == *'| 1.50 |'* ]]"
+check "the models' compute is not called scaled when no run says so" "[[ \$out != *'Compute:'* ]]"
+# runs with the compute scaled down (multijob.sh --compute 0.05) say so above the table
+sed 's/"pair": "a+b"/"compute": 0.05, "pair": "a+b"/' "$tmp/r.jsonl" >"$tmp/c.jsonl"
+cout=$(/usr/bin/python3 "$root/cluster/multijob_report.py" "$tmp/c.jsonl" 2>&1)
+check "--compute 0.05: the report says the shares are those while both are backlogged" \
+	"[[ \$cout == *'Compute: the models'\\'' times x 0.05 (--compute)'*'backlogged'* ]]"
 # a's run goes on past b's end (a last iteration of 20 s): the overlap ends with b's run, a's
 # time counts its whole iterations inside it (still 1 s), b's share now 9 iterations' bytes
 sed -i 's/"iter_ends": \[0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0\]/"iter_ends": [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 30.0]/' "$tmp/r.jsonl"
