@@ -44,11 +44,17 @@ def tx_bytes(iface, netdev="/proc/self/net/dev"):
             text = netdev.read()
     except OSError:
         return None
-    for line in text.splitlines():
+    return tx_counts(text).get(iface)
+
+
+def tx_counts(text):
+    """{interface: bytes sent} of a /proc/net/dev text."""
+    out = {}
+    for line in text.splitlines()[2:]:
         name, _, counters = line.partition(":")
-        if name.strip() == iface:
-            return int(counters.split()[8])
-    return None
+        if counters:
+            out[name.strip()] = int(counters.split()[8])
+    return out
 
 
 def serve(a):
