@@ -64,8 +64,8 @@ if [ "$FABRIC" = tworack ]; then
 	ports+=(u0 u1) rates+=("$CL_UPLINK_MBIT" "$CL_UPLINK_MBIT")
 fi
 model_ideal "$MODEL" | jq -c --arg f "$(fabric_desc)" '. + {label: "ideal", fabric: $f}' >>"$OUT/results.jsonl"
-# a process in the switch's namespace names it to the sampler
-cl_sw sleep 3600 &
+# a process in the switch's namespace names it to the sampler (nsenter execs it: $! is it)
+nsenter --net=/var/run/netns/"${CL_PFX}sw" sleep 3600 &
 anchor=$!
 CL_PIDS+=("$anchor")
 conns=16
@@ -86,7 +86,7 @@ for mode in $MODES; do
 	CL_PIDS+=("$sampler")
 	CL_DSCP_CONNS=0 run_cell "$d/run.jsonl" "$mode" "$MODEL" "$ps_mode" "${args[@]}"
 	touch "$d/stop"
-	wait "$sampler"
+	wait "$sampler" || { echo "port-trace: $mode: the port sampler failed" >&2; exit 1; }
 	CL_PIDS=("${saved[@]}")
 	cat "$d/run.jsonl" >>"$OUT/results.jsonl"
 	echo "port-trace: $mode done: $(jq -r '"\(.iter_s * 1000 | round / 1000) s an iteration"' "$d/run.jsonl")" >&2
