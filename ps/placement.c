@@ -244,3 +244,14 @@ int ps_map_connections_queues(int nlayers, int conns, int nbands, const int *que
 	}
 	return first;
 }
+
+int ps_layer_one_group_below(int layer, int nlayers, unsigned groups)
+{
+	unsigned g = mercury_layer_group((uint32_t)layer, (uint32_t)nlayers, groups);
+
+	if (groups <= 1 || g + 1 >= groups)
+		return layer;
+	/* the smallest l with l * groups / nlayers == g + 1 */
+	int first = (int)(((uint64_t)(g + 1) * (uint64_t)nlayers + groups - 1) / groups);
+	return first < nlayers ? first : layer;
+}

@@ -50,6 +50,11 @@ void ps_placement_free(struct ps_placement *pl);
  */
 int ps_map_connections(int nlayers, int conns, int groups, int *conn_of);
 
+/* The layer a pull of `layer` is tagged as under --pulls-below: the first layer of the next
+ * group (include/mercury_groups.h), so that every layer of one group moves to one band below
+ * its pushes and a socket's bytes stay in one band; a layer of the last group stays. */
+int ps_layer_one_group_below(int layer, int nlayers, unsigned groups);
+
 /*
  * The switch queue of each of nbands bands when the fabric's ports have `queues`
  * strict-priority queues and the bands are spread evenly over them, band b in queue

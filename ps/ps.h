@@ -74,6 +74,9 @@ struct ps_config {
 			       * stand-in for tags where no mercuryd is available */
 	bool write_ahead;     /* mercury: write the next iteration's pushes before this node's
 			       * iteration has ended (tagged at the next-iteration level) */
+	bool pulls_below;     /* mercury: tag each pull one layer group below its layer, so a
+			       * layer's pushes go ahead of its pulls (a pull waits for every
+			       * worker's push; a push waits for nothing) */
 	bool user_data;	      /* gradients come from the caller and pulls are kept for it
 			       * (the worker library); otherwise a constant stands in */
 	bool local_direct;    /* the worker's data for its own node's server (same process)

@@ -26,6 +26,7 @@
 #include <stdlib.h>
 
 #include "tag.h"
+#include "placement.h"
 #include "mercury.h"
 #include "mercury_groups.h"
 
@@ -120,6 +121,9 @@ int ps_tag_next(struct ps_conn *c, uint64_t nbytes, int layer, enum ps_dir dir, 
 		return -ENOTCONN;
 	if (c->node->cfg.job_band >= 0)
 		layer = c->node->cfg.job_band; /* the job's one band, whatever the layer */
+	else if (dir == PS_DIR_PULL && c->node->cfg.pulls_below)
+		layer = ps_layer_one_group_below(
+		    layer, c->node->L, mercury_current_groups((unsigned)c->node->cfg.tag_levels));
 	int r = mercury_tag_next(c->tag, c->fd, c->node->cfg.job, (uint32_t)layer + 1,
 				 dir == PS_DIR_PUSH ? MERCURY_PUSH : MERCURY_PULL, iter, nbytes);
 	if (r)

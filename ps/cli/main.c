@@ -155,6 +155,9 @@ static const struct cli_opt ps_opts[] = {
     {.name = "write-ahead", .type = CLI_FLAG, C(write_ahead),
      .help = "mercury: write the next iteration's pushes before this node's iteration has "
 	     "ended (they keep the next-iteration band)"},
+    {.name = "pulls-below", .type = CLI_FLAG, C(pulls_below),
+     .help = "mercury: tag each pull one layer group below its layer, so that a layer's "
+	     "pushes go ahead of its pulls (the last group's stay alike)"},
     {.name = "local-direct", .type = CLI_FLAG, C(local_direct),
      .help = "run, local: each node's worker and its own server exchange data through "
 	     "memory, not loopback TCP (the worker library's default)"},

@@ -335,6 +335,42 @@ static void test_map_connections_queues_edges(void **state)
 	assert_int_equal(ps_map_connections_queues(3, 4, 15, qb, conn_of, qc), -EINVAL);
 }
 
+/* --pulls-below: every layer's pull lands in the next group (the same band for all of a
+ * group's layers), the last group's stay; with one group nothing moves */
+static void test_pulls_one_group_below(void **state)
+{
+	(void)state;
+	const unsigned sizes[][2] = {{16, 6}, {161, 6}, {5, 6}, {53, 14}, {16, 1}};
+
+	for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+		int L = (int)sizes[k][0];
+		unsigned G = sizes[k][1];
+
+		for (int l = 0; l < L; l++) {
+			unsigned g = mercury_layer_group((uint32_t)l, (uint32_t)L, G);
+			int p = ps_layer_one_group_below(l, L, G);
+			unsigned pg = mercury_layer_group((uint32_t)p, (uint32_t)L, G);
+			unsigned last = mercury_layer_group((uint32_t)(L - 1), (uint32_t)L, G);
+
+			assert_true(p >= 0 && p < L);
+			if (g == last) {
+				assert_int_equal(p, l);
+				continue;
+			}
+			/* the next group that has a layer, and its first layer */
+			assert_true(pg > g);
+			assert_true(p == 0 ||
+				    mercury_layer_group((uint32_t)(p - 1), (uint32_t)L, G) < pg);
+			for (int m = l + 1; m < p; m++)
+				assert_true(mercury_layer_group((uint32_t)m, (uint32_t)L, G) <= g);
+		}
+	}
+	/* VGG16 on 8 bands: fc6 (layer 13, group 4) is pulled in group 5 with fc7 and fc8 */
+	assert_int_equal(ps_layer_one_group_below(13, 16, 6), 14);
+	assert_int_equal(ps_layer_one_group_below(15, 16, 6), 15);
+	assert_int_equal(ps_layer_one_group_below(0, 16, 6), 3);
+}
+
 static void test_ideal_no_comm_is_compute(void **state)
 {
 	(void)state;
@@ -420,6 +456,7 @@ int main(void)
 	    cmocka_unit_test(test_egress_bytes_colocated),
 	    cmocka_unit_test(test_balanced_placement_evens_the_bytes),
 	    cmocka_unit_test(test_connections_never_span_two_groups),
+	    cmocka_unit_test(test_pulls_one_group_below),
 	    cmocka_unit_test(test_ideal_no_comm_is_compute),
 	    cmocka_unit_test(test_ideal_single_layer),
 	    cmocka_unit_test(test_ideal_preempts_big_late_layer),
