@@ -14,12 +14,15 @@
 # Default variants: queues:on:  queues-noguard:off:  conns16:on:--conns 16
 #                   conns16-noguard:off:--conns 16
 #
+# --fifo-variant LABEL:ARGS: also mercury on FIFO ports with ARGS, after the reference (e.g.
+# "fifo-ports-pb:--pulls-below").
+#
 # --tworack: two racks of N/2 nodes joined by an uplink of N/2 x rate / 2 each way (2:1, as
 # bench-fabric's two-rack cells), its queues the switch ports' (FIFO or DSCP).
 #
 # Usage: cluster/dscp_settings.sh [--models "resnet50 ..."] [--nodes N] [--repeat N]
-#        [--iters N] [--scale S] [--queues Q] [--variant LABEL:GUARD:ARGS]... [--tworack]
-#        [--out DIR]
+#        [--iters N] [--scale S] [--queues Q] [--variant LABEL:GUARD:ARGS]...
+#        [--fifo-variant LABEL:ARGS]... [--tworack] [--out DIR]
 # Prints one table (cluster/fabric_report.py's format is per mode; this one per variant) and
 # leaves DIR/results.jsonl.
 set -uo pipefail
@@ -28,7 +31,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 
 MODELS="resnet50 vgg16" NODES=4 REPEAT=2 ITERS=6 SCALE=25 QUEUES=8 FABRIC=duplex
 OUT=${OUT:-$CL_ROOT/build/bench-dscp-settings}
-VARIANTS=()
+VARIANTS=() FIFO_VARIANTS=()
 while [ $# -gt 0 ]; do
 	case $1 in
 	--models) MODELS=$2; shift ;;
@@ -38,6 +41,7 @@ while [ $# -gt 0 ]; do
 	--scale) SCALE=$2; shift ;;
 	--queues) QUEUES=$2; shift ;;
 	--variant) VARIANTS+=("$2"); shift ;;
+	--fifo-variant) FIFO_VARIANTS+=("$2"); shift ;;
 	--tworack) FABRIC=tworack ;;
 	--out) OUT=$2; shift ;;
 	-h | --help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
@@ -55,6 +59,10 @@ for v in "${VARIANTS[@]}"; do
 	IFS=: read -r label guard _ <<<"$v"
 	[[ $label =~ ^[A-Za-z0-9_.+-]+$ ]] && [[ $guard =~ ^(on|off)$ ]] ||
 		{ echo "dscp-settings: bad variant '$v': LABEL:on|off:ARGS" >&2; exit 2; }
+done
+for v in "${FIFO_VARIANTS[@]}"; do
+	[[ ${v%%:*} =~ ^[A-Za-z0-9_.+-]+$ ]] && [[ $v == *:* ]] ||
+		{ echo "dscp-settings: bad FIFO variant '$v': LABEL:ARGS" >&2; exit 2; }
 done
 [ "$(id -u)" -eq 0 ] || { echo "dscp-settings: needs root (namespaces)" >&2; exit 77; }
 [ -x "$PS_BIN" ] && [ -x "$MERCURYD" ] || { echo "dscp-settings: run make first" >&2; exit 1; }
@@ -75,6 +83,10 @@ for model in $MODELS; do
 		cluster_dscp_guard on >/dev/null || exit 1
 		cluster_ports 1 || exit 1
 		run_cell "$res" fifo-ports "$model" mercury "${args[@]}" || exit 1
+		for v in "${FIFO_VARIANTS[@]}"; do
+			# shellcheck disable=SC2086 # ARGS are words
+			run_cell "$res" "${v%%:*}" "$model" mercury "${args[@]}" ${v#*:} || exit 1
+		done
 		cluster_ports "$QUEUES" || exit 1
 		for v in "${VARIANTS[@]}"; do
 			IFS=: read -r label guard extra <<<"$v"
@@ -92,6 +104,7 @@ for model in $MODELS; do
 done
 REP=0
 labels="fifo-ports"
+for v in "${FIFO_VARIANTS[@]}"; do labels+=" ${v%%:*}"; done
 for v in "${VARIANTS[@]}"; do labels+=" ${v%%:*}"; done
 # Median of the runs per model and variant, each run's range, retransmissions and timeouts
 fabric=$([ "$FABRIC" = tworack ] && echo "two racks, 2:1 uplink" || echo "full duplex")

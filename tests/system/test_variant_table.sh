@@ -34,4 +34,8 @@ check "a label with no successful run is -" "[[ \$row == *'| - |' ]]"
 row=$(table "fifo" 0 | sed -n 4p)
 check "without --arg ce 1 the runs show retransmissions/timeouts only" \
 	"[ \"\$row\" = '| vgg16 (2.177) | 2.8 (2.7-2.9) [100/1, 90/0, 80/0] |' ]"
+# dscp_settings.sh's variants on FIFO ports are checked before anything is set up
+said=$("$root/cluster/dscp_settings.sh" --fifo-variant "no-args" 2>&1; echo "rc=$?")
+check "dscp_settings.sh --fifo-variant wants LABEL:ARGS" \
+	"[[ \$said == *\"bad FIFO variant 'no-args': LABEL:ARGS\"* && \$said == *rc=2 ]]"
 checks_done
