@@ -90,6 +90,10 @@ struct mercury_ps_options {
 			  * `bands` in queue b * dscp_queues / bands; every connection then
 			  * carries the layers of one queue, max(conns, queues used) of them
 			  * (0, off: docs/switch-dscp.md) */
+	/* Added after dscp_queues (a caller built before gets 0). */
+	int pulls_below; /* mercury: 1: each pull tagged one layer group below its layer, so a
+			  * layer's pushes go ahead of its pulls (behind an oversubscribed
+			  * uplink: docs/fabric.md); 0 (default): pushes and pulls alike */
 };
 
 #define MERCURY_PS_RCVBUF_AUTO (-1) /* rcvbuf by the node count */

@@ -49,7 +49,7 @@ class _Options(ctypes.Structure):
                 ("colocated_tcp", ctypes.c_int), ("placement", ctypes.c_int),
                 ("job", ctypes.c_uint32), ("weight", ctypes.c_uint32),
                 ("job_band", ctypes.c_int), ("rcvbuf", ctypes.c_int),
-                ("dscp_queues", ctypes.c_int)]
+                ("dscp_queues", ctypes.c_int), ("pulls_below", ctypes.c_int)]
 
 MAX_WEIGHT = 1000  # include/mercury_wire.h MW_MAX_WEIGHT
 
@@ -84,6 +84,12 @@ def _check_choices(mode, placement, job=1, weight=1, job_band=-1):
                          "mode tags by layer")
 
 
+def _check_pulls_below(pulls_below):
+    """pulls_below: True tags each pull one layer group below its layer (pushes first)."""
+    if not isinstance(pulls_below, bool):
+        raise ValueError("pulls_below must be True or False, not %r" % (pulls_below,))
+
+
 def _check_dscp_queues(dscp_queues):
     """dscp_queues: 0 (off) or the switch ports' strict-priority queues (2..16)."""
     if isinstance(dscp_queues, bool) or not isinstance(dscp_queues, int) or \
@@ -109,10 +115,11 @@ class ParameterServer:
     def __init__(self, rank, nodes, hosts, layer_params, mode="mercury", conns=4, bands=8,
                  part=1000000, credit=4000000, bound=1000000, timeout=60.0, timeline=None,
                  external_servers=False, colocated_tcp=False, placement="hash", job=1,
-                 weight=1, job_band=-1, rcvbuf=RCVBUF_AUTO, dscp_queues=0):
+                 weight=1, job_band=-1, rcvbuf=RCVBUF_AUTO, dscp_queues=0, pulls_below=False):
         _check_choices(mode, placement, job, weight, job_band)
         _check_rcvbuf(rcvbuf)
         _check_dscp_queues(dscp_queues)
+        _check_pulls_below(pulls_below)
         if len(hosts) != nodes:
             raise ValueError("%d hosts for %d nodes" % (len(hosts), nodes))
         self.layer_params = list(layer_params)
@@ -122,7 +129,7 @@ class ParameterServer:
                         len(self.layer_params), MODES[mode], conns, bands, part, credit, bound, float(timeout),
                         timeline.encode() if timeline else None, int(external_servers),
                         int(colocated_tcp), PLACEMENTS[placement], job, weight, job_band,
-                        int(rcvbuf), int(dscp_queues))
+                        int(rcvbuf), int(dscp_queues), int(pulls_below))
         self._ps = ctypes.c_void_p()
         err = ctypes.create_string_buffer(512)
         rc = _lib.mercury_ps_open(ctypes.byref(opts), ctypes.byref(self._ps), err, len(err))
@@ -197,7 +204,7 @@ def _server_binary():
 def start_server(rank, nodes, hosts, layer_params, mode="mercury", conns=4, bands=8,
                  part=1000000, credit=4000000, bound=1000000, timeout=60.0, jobs=1,
                  placement="hash", job=1, weight=1, job_band=-1, rcvbuf=RCVBUF_AUTO,
-                 dscp_queues=0):
+                 dscp_queues=0, pulls_below=False):
     """Starts `mercury-ps serve` for node rank with the layout a ParameterServer of the same
     arguments (and external_servers=True) expects; it listens on hosts[rank] and exits after
     `jobs` jobs (0: until terminated), or when the thread that started it ends (call it from
@@ -205,6 +212,7 @@ def start_server(rank, nodes, hosts, layer_params, mode="mercury", conns=4, band
     _check_choices(mode, placement, job, weight, job_band)
     _check_rcvbuf(rcvbuf)
     _check_dscp_queues(dscp_queues)
+    _check_pulls_below(pulls_below)
     cmd = [_server_binary(), "serve", "--layers", ",".join(str(int(n)) for n in layer_params),
            "--mode", mode, "--nodes", str(nodes), "--rank", str(rank), "--hosts", ",".join(hosts),
            "--conns", str(conns), "--bands", str(bands), "--part", str(part), "--credit",
@@ -212,5 +220,6 @@ def start_server(rank, nodes, hosts, layer_params, mode="mercury", conns=4, band
            "--placement", placement, "--job", str(job), "--weight", str(weight),
            "--dscp-queues", str(dscp_queues), "--exit-with-parent"] + \
         (["--job-band", str(job_band)] if job_band >= 0 else []) + \
-        (["--rcvbuf", str(int(rcvbuf))] if int(rcvbuf) >= 0 else [])
+        (["--rcvbuf", str(int(rcvbuf))] if int(rcvbuf) >= 0 else []) + \
+        (["--pulls-below"] if pulls_below else [])
     return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stdin=subprocess.DEVNULL)

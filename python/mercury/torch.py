@@ -68,7 +68,7 @@ import warnings
 import torch
 import torch.distributed as dist
 
-from .ps import ParameterServer, _check_choices, start_server
+from .ps import ParameterServer, _check_choices, _check_pulls_below, start_server
 
 __all__ = ["init", "shutdown", "rank", "size", "local_rank", "local_size",
            "DistributedOptimizer", "Average", "Sum", "Adasum", "Compression",
@@ -264,14 +264,16 @@ class DistributedOptimizer(torch.optim.Optimizer):
     by default the kernel's autotuning at 2 nodes, 16384 bytes at 3-4, then 65536 / nodes,
     at least 8192; 0 = the kernel's autotuning; docs/fabric.md), dscp_queues (the switch
     ports' strict-priority DSCP queues, MERCURY_DSCP_QUEUES: every connection then carries
-    the layers of one queue; 0 = off; docs/switch-dscp.md). Any other keyword is a
+    the layers of one queue; 0 = off; docs/switch-dscp.md), pulls_below (True: each pull
+    one layer group below its layer, so a layer's pushes go first; for an oversubscribed
+    uplink between racks, docs/fabric.md; False by default). Any other keyword is a
     TypeError here."""
 
     def __init__(self, optimizer, named_parameters=None, compression=Compression.none,
                  backward_passes_per_step=1, op=Average, *, model=None, mode=None,
                  timeout=60.0, conns=None, bands=None, part=None, credit=None, bound=None,
                  placement=None, timeline=None, colocated_tcp=None, job=None, weight=None,
-                 rcvbuf=None, dscp_queues=None):
+                 rcvbuf=None, dscp_queues=None, pulls_below=None):
         if _state["size"] is None:
             raise RuntimeError("mercury.torch: call mt.init() first")
         if not isinstance(optimizer, torch.optim.Optimizer):
@@ -310,7 +312,8 @@ class DistributedOptimizer(torch.optim.Optimizer):
                                               ("colocated_tcp", colocated_tcp),
                                               ("job", job), ("weight", weight),
                                               ("rcvbuf", rcvbuf),
-                                              ("dscp_queues", dscp_queues))
+                                              ("dscp_queues", dscp_queues),
+                                              ("pulls_below", pulls_below))
                             if v is not None}
         # Sockets follow the layer groups of mercuryd's band count: a socket spanning two
         # groups sends packets in two bands and reorders its own stream.
@@ -321,9 +324,11 @@ class DistributedOptimizer(torch.optim.Optimizer):
             self._ps_options["dscp_queues"] = int(os.environ["MERCURY_DSCP_QUEUES"])
         self._ps_options["placement"] = placement or os.environ.get("MERCURY_PS_PLACEMENT",
                                                                     DEFAULT_PLACEMENT)
-        # a bad mode, placement, job or weight fails here, not at the first step
+        # a bad mode, placement, job, weight or pulls_below fails here, not at the first step
         _check_choices(self._mode, self._ps_options["placement"],
                        1 if job is None else job, 1 if weight is None else weight)
+        if pulls_below is not None:
+            _check_pulls_below(pulls_below)
         self._ps = None
         self._server = None           # the `mercury-ps serve` started here (servers="process")
         self._iter = 0                # the iteration whose backward comes next

@@ -11,8 +11,8 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 PY=${PY:-/usr/bin/python3}
-# 7 scenarios and 6 construction errors, on each of the 2 ranks
-EXPECT=${EXPECT:-26}
+# 7 scenarios and 7 construction errors, on each of the 2 ranks
+EXPECT=${EXPECT:-28}
 "$PY" -c 'import torch' 2>/dev/null || { echo "SKIP: no python3-torch (make deps)"; exit 77; }
 [ -f "$root/build/libmercury-ps.so" ] || { echo "SKIP: build/libmercury-ps.so not built"; exit 77; }
 work=$(mktemp -d)

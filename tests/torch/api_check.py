@@ -138,7 +138,8 @@ def errors(mt):
             dict(model=model, compression=mt.Compression.fp16)),
            ("model as second argument", TypeError, dict(named_parameters=model)),
            ("a parameter not named", ValueError,
-            dict(named_parameters=list(model.named_parameters())[1:]))]
+            dict(named_parameters=list(model.named_parameters())[1:])),
+           ("pulls_below not a bool", ValueError, dict(model=model, pulls_below=1))]
     ok = True
     for what, exc, kw in bad:
         try:
