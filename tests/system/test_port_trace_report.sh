@@ -3,12 +3,8 @@
 # cluster/port_trace_report.py on a synthetic trace whose answers are known: port s0 sends at
 # its full rate in the first half of every iteration and not at all in the second, u0 at a
 # quarter of its rate throughout; four iterations of 1 s inside the measured window.
-set -uo pipefail
-root=${MERCURY_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/port_trace_report.$$.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-check() { if eval "$2"; then echo "ok: $1"; else echo "FAIL: $1"; fails=$((fails + 1)); fi; }
+. "$(dirname "$0")/checks.sh"
+tmp=$dir
 
 mkdir -p "$tmp/mercury"
 /usr/bin/python3 - "$tmp" <<'PY'
@@ -40,4 +36,4 @@ check "u0 at a quarter of its rate, always under half" "[[ \$out == *'| u0 | 16 
 check "s0 by tenths of an iteration: full in the first five, idle in the last five" \
 	"[[ \$out == *'| s0 | 100 % | 100 % | 100 % | 100 % | 100 % | 0 % | 0 % | 0 % | 0 % | 0 % |'* ]]"
 check "retransmissions and timeouts carried" "[[ \$out == *'0.10 % retransmitted, 2 timeouts'* ]]"
-[ "$fails" = 0 ] && echo "all checks passed" || { echo "$fails check(s) failed"; exit 1; }
+checks_done
