@@ -11,7 +11,7 @@
 #   partition     ByteScheduler with the (P, C) tuned per model by cluster/tune.sh on this
 #                 fabric (`cluster/tune.sh --models "..." --cases mxnet --iters 6` at 372bb2c;
 #                 at 8 nodes re-tuned with --nodes 8; cluster/RESULTS.md; TUNED and
-#                 TUNED_8N of cluster/lib.sh override)
+#                 TUNED_8N and, on two racks, TUNED_TWORACK of cluster/lib.sh override)
 #   mercury       Mercury's defaults, FIFO ports: priority at the sender only
 #   mercury-dscp  Mercury's defaults but --conns 16 (by layer group; 4 on two racks), switch
 #                 ports strict priority on DSCP (connections by switch queue, run_ps's
@@ -24,7 +24,8 @@
 # Usage: cluster/fabric.sh [--models "resnet50 ..."] [--nodes "4 8"] [--repeat N]
 #        [--iters N] [--buffers "B..."] [--sweep-model M] [--tworack-models "M ..."]
 #        [--no-sweep] [--no-tworack] [--tworack-nodes N] [--only-tworack] [--quick]
-#        [--scale S] [--out DIR]
+#        [--scale S] [--mercury-args "ARGS"] [--out DIR]
+# --mercury-args: more mercury-ps options for both Mercury modes (e.g. "--pulls-below").
 # --scale S: the emulation's time scale (default 25: links of 10 Gbit/s / 25 = 400 Mbit/s);
 # a larger S runs slower links and longer iterations with the same ratios, so the host's CPU
 # does less per emulated second (to tell a CPU limit from a network one).
@@ -36,8 +37,9 @@ MODELS="resnet50 vgg16 alexnet inception3 bert_base" NODE_COUNTS="4 8" REPEAT=3 
 SCALE=${SCALE:-25} PORT_QUEUES=${PORT_QUEUES:-8} OUT=${OUT:-$CL_ROOT/build/bench-fabric}
 # Real per-port buffers of the sweep (bytes; divided by the shrink like the default 2 MiB)
 BUFFERS="524288 8388608 33554432" SWEEP_MODEL=resnet50 TWORACK_MODELS="resnet50 vgg16"
-SWEEP=1 TWORACK=1 PARTITION=1 MAIN=1 MODELS_SET=0 TWORACK_NODES=8 DSCP_CONNS=16 BIG_NODES_MODELS=${BIG_NODES_MODELS:-"resnet50 vgg16"}
-# ByteScheduler's (P, C) per model: cluster/lib.sh's TUNED and, at 8 nodes, TUNED_8N
+MERCURY_ARGS="" SWEEP=1 TWORACK=1 PARTITION=1 MAIN=1 MODELS_SET=0 TWORACK_NODES=8 DSCP_CONNS=16 BIG_NODES_MODELS=${BIG_NODES_MODELS:-"resnet50 vgg16"}
+# ByteScheduler's (P, C) per model: cluster/lib.sh's TUNED and, at 8 nodes, TUNED_8N (on two
+# racks TUNED_TWORACK)
 while [ $# -gt 0 ]; do
 	case $1 in
 	--models) MODELS=$2 MODELS_SET=1; shift ;;
@@ -53,6 +55,7 @@ while [ $# -gt 0 ]; do
 	--only-tworack) MAIN=0 ;;
 	--quick) MODELS=resnet50 NODE_COUNTS=4 REPEAT=1 ITERS=3 SWEEP=0 TWORACK=0 ;;
 	--scale) SCALE=$2; shift ;;
+	--mercury-args) MERCURY_ARGS=$2; shift ;;
 	--out) OUT=$2; shift ;;
 	-h | --help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
 	*) echo "bench-fabric: unknown option $1 (--help)" >&2; exit 2 ;;
@@ -93,12 +96,14 @@ model_cells() {
 		# shellcheck disable=SC2046
 		[ "$PARTITION" = 1 ] &&
 			cell "partition$tag" "$model" partition 1 "${args[@]}" $(tuned_of "$model" "$k")
-		cell "mercury$tag" "$model" mercury 1 "${args[@]}"
+		# shellcheck disable=SC2086 # ARGS are words
+		cell "mercury$tag" "$model" mercury 1 "${args[@]}" $MERCURY_ARGS
 		# connections by layer group, DSCP_CONNS of them: on DSCP ports the best setting
 		# side by side (cluster/RESULTS.md, "DSCP settings side by side"), not one per
 		# switch queue
+		# shellcheck disable=SC2086
 		CL_DSCP_CONNS=0 cell "mercury-dscp$tag" "$model" mercury "$PORT_QUEUES" "${args[@]}" \
-			--conns "$DSCP_CONNS"
+			--conns "$DSCP_CONNS" $MERCURY_ARGS
 	done
 	REP=0
 	echo "bench-fabric: $model on $CL_NODES nodes ($tag) done" >&2

@@ -137,11 +137,17 @@ TUNED=${TUNED:-"resnet50:125000:2000000 vgg16:125000:1000000 alexnet:125000:1000
 # spread each tensor over more servers. Used on clusters of 8 nodes or more, one switch or two
 # racks; a model not in it keeps its TUNED cell. TUNED_8N overrides.
 TUNED_8N=${TUNED_8N:-"resnet50:15625:2000000 vgg16:15625:2000000"}
+# Tuned again on two racks behind the 2:1 uplink (`CL_FABRIC=tworack cluster/tune.sh --models
+# vgg16 --cases mxnet --nodes 8 --scale 50`, three grids at 70a9105; cluster/RESULTS.md
+# "ByteScheduler re-tuned on two racks"): credit, not small partitions; the best cell at the
+# grid's edge of credit. Over TUNED_8N on CL_FABRIC=tworack; ResNet-50 not re-tuned there.
+TUNED_TWORACK=${TUNED_TWORACK:-"vgg16:125000:64000000"}
 # tuned_of MODEL K -> "--part P --credit C" shrunk K times for this cluster's size
 # (ByteScheduler's defaults, 1M and 4M, for a model in neither list)
 tuned_of() {
 	local e p=1000000 c=4000000 cells=$TUNED
 	[ "${CL_NODES:-4}" -ge 8 ] && cells+=" $TUNED_8N"
+	[ "${CL_FABRIC:-duplex}" = tworack ] && cells+=" $TUNED_TWORACK"
 	for e in $cells; do [ "${e%%:*}" = "$1" ] && IFS=: read -r _ p c <<<"$e"; done
 	echo --part $((p / $2)) --credit $((c / $2))
 }
