@@ -63,10 +63,8 @@ cluster_up "$NODES" "$RATE" mercuryd 2> >(grep -v quantum >&2) || exit 1
 serve_start || exit 1
 model_params "$MODEL" "$SCALE" "$ITERS" || exit 1
 cluster_fabric_shrink "$MODEL_K" || exit 1
-ports=()
-for ((i = 0; i < NODES; i++)); do ports+=("s$i"); done
-rates=()
-for ((i = 0; i < NODES; i++)); do rates+=("$RATE"); done
+ports=() rates=()
+for ((i = 0; i < NODES; i++)); do ports+=("s$i") rates+=("$RATE"); done
 if [ "$FABRIC" = tworack ]; then
 	ports+=(u0 u1) rates+=("$CL_UPLINK_MBIT" "$CL_UPLINK_MBIT")
 fi
