@@ -108,6 +108,7 @@ res = {
     "split_sockets": sum(x.get("split_sockets", 0) for x in nodes),
     "split_queues": sum(x.get("split_queues", 0) for x in nodes),
     "conns": nodes[0].get("conns"), "rcvbuf": nodes[0].get("rcvbuf"),
+    "pulls_below": nodes[0].get("pulls_below"),
     "part": nodes[0].get("part"), "credit": nodes[0].get("credit"),
     "split_all": nodes[0].get("split_all"), "shrink": nodes[0].get("shrink"),
     "time_scale": nodes[0].get("time_scale"),

@@ -15,7 +15,7 @@
 #                   conns16-noguard:off:--conns 16
 #
 # --fifo-variant LABEL:ARGS: also mercury on FIFO ports with ARGS, after the reference (e.g.
-# "fifo-ports-pb:--pulls-below").
+# "fifo-ports-alike:--pulls-alike").
 #
 # --tworack: two racks of N/2 nodes joined by an uplink of N/2 x rate / 2 each way (2:1, as
 # bench-fabric's two-rack cells), its queues the switch ports' (FIFO or DSCP).

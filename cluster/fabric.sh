@@ -25,7 +25,7 @@
 #        [--iters N] [--buffers "B..."] [--sweep-model M] [--tworack-models "M ..."]
 #        [--no-sweep] [--no-tworack] [--tworack-nodes N] [--only-tworack] [--quick]
 #        [--scale S] [--mercury-args "ARGS"] [--out DIR]
-# --mercury-args: more mercury-ps options for both Mercury modes (e.g. "--pulls-below").
+# --mercury-args: more mercury-ps options for both Mercury modes (e.g. "--pulls-alike").
 # --scale S: the emulation's time scale (default 25: links of 10 Gbit/s / 25 = 400 Mbit/s);
 # a larger S runs slower links and longer iterations with the same ratios, so the host's CPU
 # does less per emulated second (to tell a CPU limit from a network one).

@@ -15,7 +15,7 @@
 # Usage: cluster/port_trace.sh [--model M] [--nodes N] [--fabric tworack|duplex]
 #        [--scale S] [--iters N] [--modes "fifo mercury mercury-dscp"] [--interval S]
 #        [--mercury-args "ARGS"] [--label L] [--out DIR]
-# --mercury-args: more mercury-ps options for both Mercury modes (e.g. "--pulls-below");
+# --mercury-args: more mercury-ps options for both Mercury modes (e.g. "--pulls-alike");
 # --label L names the modes' folders and rows <mode>-L: variants side by side in one DIR (one
 # model and fabric a DIR: its ideal line is written once).
 # Defaults: vgg16, 8 nodes, two racks, scale 50, 6 iterations, all three modes, 0.01 s.

@@ -28,7 +28,7 @@ _mercury_ps() {
 	fi
 	local common="--profile --mode --nodes --port --conns --dscp-queues --rcvbuf --bands --chunk --part
 		--credit --op-cost --bound --split-all --placement --shrink --time-scale --iters
-		--warmup --verify --timeout --timeline --sock-prio --write-ahead --pulls-below --slow-rank --slow-s
+		--warmup --verify --timeout --timeline --sock-prio --write-ahead --pulls-below --pulls-alike --slow-rank --slow-s
 		--die-rank --job --weight --job-band --help"
 	case $cmd in
 	run) COMPREPLY=($(compgen -W "$common --rank --hosts --local-direct --external-servers" -- "$cur")) ;;

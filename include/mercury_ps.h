@@ -91,9 +91,10 @@ struct mercury_ps_options {
 			  * carries the layers of one queue, max(conns, queues used) of them
 			  * (0, off: docs/switch-dscp.md) */
 	/* Added after dscp_queues (a caller built before gets 0). */
-	int pulls_below; /* mercury: 1: each pull tagged one layer group below its layer, so a
-			  * layer's pushes go ahead of its pulls (behind an oversubscribed
-			  * uplink: docs/fabric.md); 0 (default): pushes and pulls alike */
+	int pulls_alike; /* mercury: 0 (default): each pull tagged one layer group below its
+			  * layer, so a layer's pushes go ahead of its pulls (docs/fabric.md);
+			  * 1: pushes and pulls of a layer alike (the order of the figures
+			  * measured before that became the default) */
 };
 
 #define MERCURY_PS_RCVBUF_AUTO (-1) /* rcvbuf by the node count */

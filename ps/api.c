@@ -116,11 +116,11 @@ static int options_to_config(const struct mercury_ps_options *o, struct ps_confi
 		return -EINVAL;
 	}
 	c->dscp_queues = o->dscp_queues;
-	if (o->pulls_below != 0 && o->pulls_below != 1) {
-		snprintf(err, errlen, "bad options: pulls_below %d: give 0 or 1", o->pulls_below);
+	if (o->pulls_alike != 0 && o->pulls_alike != 1) {
+		snprintf(err, errlen, "bad options: pulls_alike %d: give 0 or 1", o->pulls_alike);
 		return -EINVAL;
 	}
-	c->pulls_below = o->pulls_below;
+	c->pulls_below = !o->pulls_alike;
 	return 0;
 }
 

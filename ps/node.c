@@ -81,6 +81,10 @@ void ps_config_defaults(struct ps_config *c)
 	c->job = 1;
 	c->weight = 1;
 	c->job_band = -1;
+	/* behind a 2:1 uplink a layer's pulls held back its pushes, which they wait for; one
+	 * group lower, ties or gains in every cell measured (cluster/RESULTS.md, "Pushes ahead
+	 * of pulls") */
+	c->pulls_below = true;
 }
 
 /* Every role's state, after the placement is made. */

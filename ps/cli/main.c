@@ -155,9 +155,12 @@ static const struct cli_opt ps_opts[] = {
     {.name = "write-ahead", .type = CLI_FLAG, C(write_ahead),
      .help = "mercury: write the next iteration's pushes before this node's iteration has "
 	     "ended (they keep the next-iteration band)"},
-    {.name = "pulls-below", .type = CLI_FLAG, C(pulls_below),
-     .help = "mercury: tag each pull one layer group below its layer, so that a layer's "
-	     "pushes go ahead of its pulls (the last group's stay alike)"},
+    {.name = "pulls-below", .type = CLI_SET, C(pulls_below), .set = 1,
+     .help = "mercury, the default: tag each pull one layer group below its layer, so that "
+	     "a layer's pushes go ahead of its pulls (the last group's stay alike)"},
+    {.name = "pulls-alike", .type = CLI_SET, C(pulls_below), .set = 0,
+     .help = "mercury: tag a layer's pulls as its pushes (the order before --pulls-below "
+	     "became the default)"},
     {.name = "local-direct", .type = CLI_FLAG, C(local_direct),
      .help = "run, local: each node's worker and its own server exchange data through "
 	     "memory, not loopback TCP (the worker library's default)"},
@@ -278,6 +281,8 @@ static void print_result(const struct ps_config *c, const struct ps_profile *p, 
 	json_object_object_add(
 	    o, "rcvbuf",
 	    json_object_new_int(c->mode == PS_MERCURY ? ps_rcvbuf_for(c->rcvbuf, c->nodes) : 0));
+	/* which order the pulls ran in: the figures before its default changed ran alike */
+	add_bool(o, "pulls_below", c->mode == PS_MERCURY && c->job_band < 0 && c->pulls_below);
 	json_object_object_add(o, "job", json_object_new_int64(c->job));
 	json_object_object_add(o, "weight", json_object_new_int64(c->weight));
 	json_object_object_add(o, "job_band", json_object_new_int(c->job_band));

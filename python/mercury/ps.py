@@ -49,7 +49,7 @@ class _Options(ctypes.Structure):
                 ("colocated_tcp", ctypes.c_int), ("placement", ctypes.c_int),
                 ("job", ctypes.c_uint32), ("weight", ctypes.c_uint32),
                 ("job_band", ctypes.c_int), ("rcvbuf", ctypes.c_int),
-                ("dscp_queues", ctypes.c_int), ("pulls_below", ctypes.c_int)]
+                ("dscp_queues", ctypes.c_int), ("pulls_alike", ctypes.c_int)]
 
 MAX_WEIGHT = 1000  # include/mercury_wire.h MW_MAX_WEIGHT
 
@@ -85,7 +85,8 @@ def _check_choices(mode, placement, job=1, weight=1, job_band=-1):
 
 
 def _check_pulls_below(pulls_below):
-    """pulls_below: True tags each pull one layer group below its layer (pushes first)."""
+    """pulls_below: True (the default) tags each pull one layer group below its layer, so a
+    layer's pushes go first; False ranks them alike (mercury-ps --pulls-alike)."""
     if not isinstance(pulls_below, bool):
         raise ValueError("pulls_below must be True or False, not %r" % (pulls_below,))
 
@@ -115,7 +116,7 @@ class ParameterServer:
     def __init__(self, rank, nodes, hosts, layer_params, mode="mercury", conns=4, bands=8,
                  part=1000000, credit=4000000, bound=1000000, timeout=60.0, timeline=None,
                  external_servers=False, colocated_tcp=False, placement="hash", job=1,
-                 weight=1, job_band=-1, rcvbuf=RCVBUF_AUTO, dscp_queues=0, pulls_below=False):
+                 weight=1, job_band=-1, rcvbuf=RCVBUF_AUTO, dscp_queues=0, pulls_below=True):
         _check_choices(mode, placement, job, weight, job_band)
         _check_rcvbuf(rcvbuf)
         _check_dscp_queues(dscp_queues)
@@ -129,7 +130,7 @@ class ParameterServer:
                         len(self.layer_params), MODES[mode], conns, bands, part, credit, bound, float(timeout),
                         timeline.encode() if timeline else None, int(external_servers),
                         int(colocated_tcp), PLACEMENTS[placement], job, weight, job_band,
-                        int(rcvbuf), int(dscp_queues), int(pulls_below))
+                        int(rcvbuf), int(dscp_queues), int(not pulls_below))
         self._ps = ctypes.c_void_p()
         err = ctypes.create_string_buffer(512)
         rc = _lib.mercury_ps_open(ctypes.byref(opts), ctypes.byref(self._ps), err, len(err))
@@ -204,7 +205,7 @@ def _server_binary():
 def start_server(rank, nodes, hosts, layer_params, mode="mercury", conns=4, bands=8,
                  part=1000000, credit=4000000, bound=1000000, timeout=60.0, jobs=1,
                  placement="hash", job=1, weight=1, job_band=-1, rcvbuf=RCVBUF_AUTO,
-                 dscp_queues=0, pulls_below=False):
+                 dscp_queues=0, pulls_below=True):
     """Starts `mercury-ps serve` for node rank with the layout a ParameterServer of the same
     arguments (and external_servers=True) expects; it listens on hosts[rank] and exits after
     `jobs` jobs (0: until terminated), or when the thread that started it ends (call it from
@@ -221,5 +222,5 @@ def start_server(rank, nodes, hosts, layer_params, mode="mercury", conns=4, band
            "--dscp-queues", str(dscp_queues), "--exit-with-parent"] + \
         (["--job-band", str(job_band)] if job_band >= 0 else []) + \
         (["--rcvbuf", str(int(rcvbuf))] if int(rcvbuf) >= 0 else []) + \
-        (["--pulls-below"] if pulls_below else [])
+        ([] if pulls_below else ["--pulls-alike"])
     return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stdin=subprocess.DEVNULL)

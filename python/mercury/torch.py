@@ -264,10 +264,9 @@ class DistributedOptimizer(torch.optim.Optimizer):
     by default the kernel's autotuning at 2 nodes, 16384 bytes at 3-4, then 65536 / nodes,
     at least 8192; 0 = the kernel's autotuning; docs/fabric.md), dscp_queues (the switch
     ports' strict-priority DSCP queues, MERCURY_DSCP_QUEUES: every connection then carries
-    the layers of one queue; 0 = off; docs/switch-dscp.md), pulls_below (True: each pull
-    one layer group below its layer, so a layer's pushes go first; for an oversubscribed
-    uplink between racks, docs/fabric.md; False by default). Any other keyword is a
-    TypeError here."""
+    the layers of one queue; 0 = off; docs/switch-dscp.md), pulls_below (True, the
+    default: each pull one layer group below its layer, so a layer's pushes go first,
+    docs/fabric.md; False ranks them alike). Any other keyword is a TypeError here."""
 
     def __init__(self, optimizer, named_parameters=None, compression=Compression.none,
                  backward_passes_per_step=1, op=Average, *, model=None, mode=None,

@@ -36,7 +36,7 @@ if [ "$shaper" = mercuryd ]; then
 	bands=$(cl_in 0 "$MERCURYD" --pin-root "$CL_PIN/n0" -j status e0 |
 		jq '[.interfaces[0].per_band[] | select(.bytes > 100000)] | length')
 	check "mercury: data spread over several bands ($bands)" "[ '${bands:-0}' -ge 2 ]"
-	# --pulls-below: node 0 serves half of layer 3 (1.2M parameters, split over both
+	# Pulls one group below (the default; --pulls-alike the order before): node 0 serves half of layer 3 (1.2M parameters, split over both
 	# servers), whose pulls move from layer 3's band to the next group's, layer 4's (tiny's 5
 	# layers in CL_BANDS - 2 groups: layer l in band l * groups / 5); its pushes stay. Bytes
 	# per band on node 0's egress over one run of each.
@@ -45,14 +45,16 @@ if [ "$shaper" = mercuryd ]; then
 	for v in alike below; do
 		b0=$(per_band)
 		run_ps "$out" "mercury-$v" tiny mercury --iters 3 --chunk 10000 --verify --timeout 20 \
-			$([ $v = below ] && echo --pulls-below)
+			$([ $v = alike ] && echo --pulls-alike)
 		b1=$(per_band)
 		delta=$(jq -nc --argjson a "$b0" --argjson b "$b1" '[range($a | length) | $b[.] - $a[.]]')
 		echo "bytes per band on node 0 ($v): $delta"
 		eval "l4_$v=\$(jq '.[$l4]' <<<\"\$delta\")"
-		check "mercury --pulls-below ($v): every pull matched" "tail -n1 '$out' | jq -e '.ok' >/dev/null"
+		check "mercury, pulls $v: every pull matched" "tail -n1 '$out' | jq -e '.ok' >/dev/null"
+		check "mercury, pulls $v: the result says so" \
+			"tail -n1 '$out' | jq -e '.pulls_below == (\"$v\" == \"below\")' >/dev/null"
 	done
-	check "--pulls-below: layer 3's pulls go to layer 4's band $l4 ($l4_alike bytes alike, $l4_below below)" \
+	check "by default layer 3's pulls go to layer 4's band $l4 ($l4_alike bytes alike, $l4_below below)" \
 		"[ '${l4_alike:-0}' -lt 1000000 ] && [ '${l4_below:-0}' -gt 4000000 ]"
 else
 	echo "note: mercuryd unavailable, mercury mode ran with per-socket priority (tc shaper)"

@@ -345,10 +345,10 @@ static void test_job_options(void **state)
 	assert_int_equal(mercury_ps_open(&o, &ps, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "dscp_queues 17"));
 	o.dscp_queues = 0;
-	o.pulls_below = 2;
+	o.pulls_alike = 2;
 	assert_int_equal(mercury_ps_open(&o, &ps, err, sizeof(err)), -EINVAL);
-	assert_non_null(strstr(err, "pulls_below 2"));
-	o.pulls_below = 0;
+	assert_non_null(strstr(err, "pulls_alike 2"));
+	o.pulls_alike = 0;
 
 	o.sz = offsetof(struct mercury_ps_options, job);
 	o.job = 0;
