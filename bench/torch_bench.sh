@@ -10,6 +10,8 @@
 #   MODEL=resnet18 BATCH=8 IMAGE=224 RATES="100 200 400 800" REPEAT=3 ITERS=8 WARMUP=2
 #   A rate "equal" is the one where the model's communication alone (mercury-ps ideal's
 #   comm_only_s) takes as long as its compute measured here, whatever this machine's speed.
+#   SIDE="LABEL:ARGS": instead of every mode, mercury against mercury with the trainer's
+#   ARGS (e.g. "alike:--pulls-alike"), REPEAT rounds in turn, no tuning pass; medians printed.
 #   MALLOC_TUNED=1: every trainer, DDP's too, keeps freed memory in glibc's heap instead of
 #   unmapping big blocks (MALLOC_MMAP_THRESHOLD_ / MALLOC_TRIM_THRESHOLD_ 1 GiB): on this VM
 #   the page faults of re-mapping them cost resnet18 b8 ~25 % of a step (21k faults a step,
@@ -25,6 +27,8 @@ RATES=${RATES:-100 200 400 800} REPEAT=${REPEAT:-3} ITERS=${ITERS:-8} WARMUP=${W
 PART_GRID=${PART_GRID:-250000:1000000 4000000:16000000}
 DDP_GRID=${DDP_GRID:-5 100}
 OUT=${OUT:-$CL_ROOT/build/bench-torch-$MODEL.jsonl}
+SIDE=${SIDE:-}
+[ -z "$SIDE" ] || [[ $SIDE =~ ^[a-z0-9-]+:.+$ ]] || { echo "bench-torch: SIDE takes LABEL:ARGS" >&2; exit 2; }
 MALLOC_TUNED=${MALLOC_TUNED:-1}
 [ "$MALLOC_TUNED" = 1 ] &&
 	export CL_TORCH_ENV="$CL_TORCH_MALLOC_ENV" &&
@@ -82,6 +86,15 @@ for rate in $RATES; do
 	ideal=$(ideal_of "$rate" | jq .iter_s)
 	echo "{\"label\":\"ideal\",\"rate_mbit\":$rate,\"iter_s\":$ideal,\"mode\":\"ideal\"}" | tee -a "$OUT"
 	link_reference "$rate" | tee -a "$OUT"
+	if [ -n "$SIDE" ]; then
+		for ((rep = 0; rep < REPEAT; rep++)); do
+			one "$rate" mercury mercury
+			# shellcheck disable=SC2086 # the variant's trainer arguments, split
+			one "$rate" "${SIDE%%:*}" mercury ${SIDE#*:}
+		done
+		cluster_down
+		continue
+	fi
 	: >"$work/tune_p" && : >"$work/tune_d"
 	for cell in $PART_GRID; do
 		one "$rate" "partition-${cell%%:*}-${cell##*:}" partition --part "${cell%%:*}" \
@@ -112,4 +125,10 @@ for rate in $RATES; do
 	cluster_down
 	trap 'rm -rf "$work"; cluster_down' EXIT
 done
-/usr/bin/python3 "$here/torch_report.py" "$OUT"
+if [ -n "$SIDE" ]; then
+	jq -rs 'group_by([.rate_mbit, .label])[] | select(.[0].label != "bulk") |
+		(map(.iter_s) | sort) as $t | "\(.[0].rate_mbit) Mbit/s \(.[0].label): median " +
+		"\($t[($t | length - 1) / 2 | floor]) s an iteration over \($t | length) (\($t | map(tostring) | join(" ")))"' "$OUT"
+else
+	/usr/bin/python3 "$here/torch_report.py" "$OUT"
+fi

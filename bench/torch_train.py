@@ -128,6 +128,9 @@ def main():
     ap.add_argument("--placement", default="", choices=["", "hash", "balanced"],
                     help="PS modes: where whole tensors live (mercury-ps --placement; "
                     "default: mercury.torch's)")
+    ap.add_argument("--pulls-alike", action="store_true",
+                    help="mercury: a layer's pulls ranked as its pushes (pulls_below=False), "
+                    "not one group below")
     ap.add_argument("--pin-main", action="store_true",
                     help="isolate the compute: rank 0's main thread alone on the first CPU "
                     "after the warm-up; every other thread and process of both ranks (the "
@@ -176,6 +179,8 @@ def main():
             extra["colocated_tcp"] = True
         if a.rcvbuf >= 0:
             extra["rcvbuf"] = a.rcvbuf
+        if a.pulls_alike:
+            extra["pulls_below"] = False
         opt = mt.DistributedOptimizer(base, model=model, mode=a.mode, part=a.part, credit=a.credit,
                                       timeline=tl, **extra)
         mt.broadcast_parameters(model.state_dict(), root_rank=0)
