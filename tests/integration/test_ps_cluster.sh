@@ -36,10 +36,11 @@ if [ "$shaper" = mercuryd ]; then
 	bands=$(cl_in 0 "$MERCURYD" --pin-root "$CL_PIN/n0" -j status e0 |
 		jq '[.interfaces[0].per_band[] | select(.bytes > 100000)] | length')
 	check "mercury: data spread over several bands ($bands)" "[ '${bands:-0}' -ge 2 ]"
-	# Pulls one group below (the default; --pulls-alike the order before): node 0 serves half of layer 3 (1.2M parameters, split over both
-	# servers), whose pulls move from layer 3's band to the next group's, layer 4's (tiny's 5
-	# layers in CL_BANDS - 2 groups: layer l in band l * groups / 5); its pushes stay. Bytes
-	# per band on node 0's egress over one run of each.
+	# Pulls one group below (the default; --pulls-alike the order before): node 0 serves
+	# half of layer 3 (1.2M parameters, split over both servers), whose pulls move from
+	# layer 3's band to the next group's, layer 4's (tiny's 5 layers in CL_BANDS - 2
+	# groups: layer l in band l * groups / 5); its pushes stay. Bytes per band on node 0's
+	# egress over one run of each.
 	per_band() { cl_in 0 "$MERCURYD" --pin-root "$CL_PIN/n0" -j status e0 | jq -c '[.interfaces[0].per_band[].bytes]'; }
 	l4=$((4 * (CL_BANDS - 2) / 5))
 	for v in alike below; do
