@@ -109,6 +109,9 @@ res = {
     "split_queues": sum(x.get("split_queues", 0) for x in nodes),
     "conns": nodes[0].get("conns"), "rcvbuf": nodes[0].get("rcvbuf"),
     "pulls_below": nodes[0].get("pulls_below"),
+    # the largest window any node's peers advertised at the end (what --rcvbuf gave on
+    # the wire)
+    "peer_window": max((x.get("peer_window", 0) for x in nodes), default=0),
     "part": nodes[0].get("part"), "credit": nodes[0].get("credit"),
     "split_all": nodes[0].get("split_all"), "shrink": nodes[0].get("shrink"),
     "time_scale": nodes[0].get("time_scale"),

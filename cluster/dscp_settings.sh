@@ -17,19 +17,22 @@
 # --fifo-variant LABEL:ARGS: also mercury on FIFO ports with ARGS, after the reference (e.g.
 # "fifo-ports-alike:--pulls-alike").
 #
+# --buffer BYTES: each switch port's buffer in real bytes, shrunk per model like bench-fabric's
+# sweep (default 2097152, lib.sh's CL_PORT_BUF_REAL; the environment's value is not used).
+#
 # --tworack: two racks of N/2 nodes joined by an uplink of N/2 x rate / 2 each way (2:1, as
 # bench-fabric's two-rack cells), its queues the switch ports' (FIFO or DSCP).
 #
 # Usage: cluster/dscp_settings.sh [--models "resnet50 ..."] [--nodes N] [--repeat N]
 #        [--iters N] [--scale S] [--queues Q] [--variant LABEL:GUARD:ARGS]...
-#        [--fifo-variant LABEL:ARGS]... [--tworack] [--out DIR]
+#        [--fifo-variant LABEL:ARGS]... [--buffer BYTES] [--tworack] [--out DIR]
 # Prints one table (cluster/fabric_report.py's format is per mode; this one per variant) and
 # leaves DIR/results.jsonl.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 
-MODELS="resnet50 vgg16" NODES=4 REPEAT=2 ITERS=6 SCALE=25 QUEUES=8 FABRIC=duplex
+MODELS="resnet50 vgg16" NODES=4 REPEAT=2 ITERS=6 SCALE=25 QUEUES=8 FABRIC=duplex BUFFER=2097152
 OUT=${OUT:-$CL_ROOT/build/bench-dscp-settings}
 VARIANTS=() FIFO_VARIANTS=()
 while [ $# -gt 0 ]; do
@@ -42,6 +45,7 @@ while [ $# -gt 0 ]; do
 	--queues) QUEUES=$2; shift ;;
 	--variant) VARIANTS+=("$2"); shift ;;
 	--fifo-variant) FIFO_VARIANTS+=("$2"); shift ;;
+	--buffer) BUFFER=$2; shift ;;
 	--tworack) FABRIC=tworack ;;
 	--out) OUT=$2; shift ;;
 	-h | --help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
@@ -51,7 +55,7 @@ while [ $# -gt 0 ]; do
 done
 [ ${#VARIANTS[@]} -gt 0 ] ||
 	VARIANTS=("queues:on:" "queues-noguard:off:" "conns16:on:--conns 16" "conns16-noguard:off:--conns 16")
-for n in NODES REPEAT ITERS SCALE QUEUES; do
+for n in NODES REPEAT ITERS SCALE QUEUES BUFFER; do
 	[[ ${!n} =~ ^[1-9][0-9]*$ ]] || { echo "dscp-settings: --${n,,} takes a count >= 1" >&2; exit 2; }
 done
 [ "$QUEUES" -ge 2 ] && [ "$QUEUES" -le 8 ] || { echo "dscp-settings: --queues takes 2-8" >&2; exit 2; }
@@ -71,7 +75,7 @@ mkdir -p "$OUT"
 res=$OUT/results.jsonl
 : >"$res"
 export CL_DSCP=1
-CL_PORT_QUEUES=1 CL_PORT_BUF_REAL=2097152 CL_FABRIC=$FABRIC
+CL_PORT_QUEUES=1 CL_PORT_BUF_REAL=$BUFFER CL_FABRIC=$FABRIC
 trap cluster_down EXIT
 cluster_up "$NODES" "$RATE" mercuryd 2> >(grep -v quantum >&2) || exit 1
 serve_start || exit 1
@@ -109,5 +113,5 @@ for v in "${VARIANTS[@]}"; do labels+=" ${v%%:*}"; done
 # Median of the runs per model and variant, each run's range, retransmissions and timeouts
 fabric=$([ "$FABRIC" = tworack ] && echo "two racks, 2:1 uplink" || echo "full duplex")
 jq -rs --arg labels "$labels" --arg ce 0 -f "$here/variant_table.jq" --arg heading \
-	"$NODES nodes, $RATE Mbit/s, $fabric, $QUEUES DSCP queues (fifo-ports: FIFO switch ports); median s an iteration (range) [retransmitted segments/timeouts per run]" \
+	"$NODES nodes, $RATE Mbit/s, $fabric, $QUEUES DSCP queues, ports of $BUFFER real bytes (fifo-ports: FIFO switch ports); median s an iteration (range) [retransmitted segments/timeouts per run]" \
 	"$res" | tee "$OUT/table.md"

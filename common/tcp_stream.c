@@ -30,6 +30,20 @@ int tcp_bytes_acked(int fd, uint64_t *acked, int *connected)
 	return 0;
 }
 
+int tcp_peer_window(int fd, uint32_t *window)
+{
+	struct tcp_info ti;
+	socklen_t len = sizeof(ti);
+
+	memset(&ti, 0, sizeof(ti));
+	if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len))
+		return -errno;
+	if (len < offsetof(struct tcp_info, tcpi_snd_wnd) + sizeof(ti.tcpi_snd_wnd))
+		return -EOPNOTSUPP;
+	*window = ti.tcpi_snd_wnd;
+	return 0;
+}
+
 int sock_stream_position(int fd, uint64_t *next_write, uint64_t *acked)
 {
 	/* acked + unacked-or-unsent is invariant under ACK arrival; read it until an ACK did

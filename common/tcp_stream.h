@@ -18,6 +18,10 @@
  */
 int tcp_bytes_acked(int fd, uint64_t *acked, int *connected);
 
+/* The receive window the peer advertised last, in bytes after scaling (tcpi_snd_wnd):
+ * -EOPNOTSUPP where TCP_INFO lacks it (older kernels), another -errno from getsockopt. */
+int tcp_peer_window(int fd, uint32_t *window);
+
 /* The stream offset of the next byte written and of the first unacknowledged one
  * (tcpi_bytes_acked + SIOCOUTQ, read until no ACK landed in between); -ENOTCONN when the
  * socket cannot carry new data. */

@@ -11,6 +11,7 @@
 
 #include "core.h"
 #include "profile.h"
+#include "transport.h"
 
 static int emulate(struct ps_node *n, const struct ps_profile *prof, struct ps_result *res)
 {
@@ -56,7 +57,10 @@ static int emulate(struct ps_node *n, const struct ps_profile *prof, struct ps_r
 	}
 	res->iter_s = (res->fp_end[total] - res->fp_end[n->cfg.warmup]) / n->cfg.iters;
 	res->conns = n->K;
-	return ps_node_finish(n, &res->split_sockets, &res->split_queues);
+	r = ps_node_finish(n, &res->split_sockets, &res->split_queues);
+	/* after the goodbyes, so every window seen is the steady one, not the handshake's */
+	res->peer_window = ps_transport_peer_window_max(n);
+	return r;
 }
 
 int ps_node_run(const struct ps_config *cfg, const struct ps_profile *prof, struct ps_result *res,

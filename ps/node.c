@@ -53,6 +53,16 @@ int ps_rcvbuf_for(int rcvbuf, int nodes)
 	return scaled < 8192 ? 8192 : scaled;
 }
 
+int ps_rcvbuf_of(const struct ps_config *c)
+{
+	return c->mode == PS_MERCURY ? ps_rcvbuf_for(c->rcvbuf, c->nodes) : 0;
+}
+
+bool ps_pulls_ranked_below(const struct ps_config *c)
+{
+	return c->mode == PS_MERCURY && c->job_band < 0 && c->pulls_below;
+}
+
 void ps_config_defaults(struct ps_config *c)
 {
 	memset(c, 0, sizeof(*c));
@@ -221,7 +231,7 @@ int ps_node_start(const struct ps_config *cfg, const uint64_t *params, int nlaye
 	if (!n)
 		return -ENOMEM;
 	n->cfg = *cfg;
-	n->cfg.rcvbuf = ps_rcvbuf_for(cfg->rcvbuf, cfg->nodes);
+	n->cfg.rcvbuf = ps_rcvbuf_of(cfg);
 	n->t_start = ps_now();
 	iter_window_begin(&n->win, 0);
 	n->L = nlayers;

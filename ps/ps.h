@@ -95,6 +95,12 @@ void ps_config_defaults(struct ps_config *c);
  * 8 KiB. */
 int ps_rcvbuf_for(int rcvbuf, int nodes);
 
+/* The SO_RCVBUF a run sets on its data connections: ps_rcvbuf_for in mercury mode, else 0. */
+int ps_rcvbuf_of(const struct ps_config *c);
+
+/* Whether a run tags each pull one layer group below its layer: mercury mode, no job band. */
+bool ps_pulls_ranked_below(const struct ps_config *c);
+
 /* Per-node result. */
 struct ps_result {
 	double iter_s;	     /* steady-state iteration time measured by this worker */
@@ -111,6 +117,8 @@ struct ps_result {
 	uint64_t split_queues;	/* mercury with dscp_queues: sockets whose packets went to bands of
 				 * more than one switch queue */
 	int conns;		/* data connections per worker-server pair and direction */
+	uint32_t peer_window;	/* the largest receive window this node's peers advertised
+				 * last on its data connections, bytes (0: unknown) */
 	uint64_t max_inflight;	/* partition: most parameters ever in flight, push to pull */
 	uint64_t inflight_left; /* partition: in flight at the end (0 unless credit leaked) */
 };

@@ -121,7 +121,7 @@ int ps_tag_next(struct ps_conn *c, uint64_t nbytes, int layer, enum ps_dir dir, 
 		return -ENOTCONN;
 	if (c->node->cfg.job_band >= 0)
 		layer = c->node->cfg.job_band; /* the job's one band, whatever the layer */
-	else if (dir == PS_DIR_PULL && c->node->cfg.pulls_below)
+	else if (dir == PS_DIR_PULL && ps_pulls_ranked_below(&c->node->cfg))
 		layer = ps_layer_one_group_below(
 		    layer, c->node->L, mercury_current_groups((unsigned)c->node->cfg.tag_levels));
 	int r = mercury_tag_next(c->tag, c->fd, c->node->cfg.job, (uint32_t)layer + 1,

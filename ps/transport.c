@@ -434,8 +434,31 @@ static void *acceptor(void *arg)
 	return NULL;
 }
 
+uint32_t ps_transport_peer_window_max(struct ps_node *n)
+{
+	uint32_t most = 0;
+
+	for (int p = 0; p < PS_MAX_NODES; p++)
+		for (int k = 0; k < PS_MAX_PAIR_CONNS; k++)
+			for (int side = 0; side < 2; side++) {
+				struct ps_conn *c = side ? n->sconn[p][k] : n->wconn[p][k];
+				uint64_t acked;
+				uint32_t w;
+
+				/* a socket that sent little still shows the handshake's window */
+				if (!c || c->direct || tcp_bytes_acked(c->fd, &acked, NULL) ||
+				    acked - c->acked_base < 65536)
+					continue;
+				if (!tcp_peer_window(c->fd, &w) && w > most)
+					most = w;
+			}
+	return most;
+}
+
 /* A bound on what one connection may have in flight: the receiver's window. Set before
- * listen/connect so that the window scale agrees with it; accepted sockets inherit it. */
+ * listen/connect so that the window scale agrees with it; accepted sockets inherit it.
+ * Not TCP_WINDOW_CLAMP: on 6.18 a clamp did not hold on connections carrying data both
+ * ways (the receiver's rcv_ssthresh grew past it; docs/fabric.md, weights). */
 static void bound_window(const struct ps_node *n, int fd)
 {
 	if (n->cfg.mode == PS_MERCURY && n->cfg.rcvbuf > 0)

@@ -21,6 +21,10 @@ bool ps_transport_byes_done(struct ps_node *n, long arg);
 /* Teardown, after ps_shutdown_all: joins the acceptor; then (once nothing else polls the
  * sockets) stops and frees every connection, closes the listener. */
 void ps_transport_stop_accepting(struct ps_node *n);
+/* The largest receive window the peers of this node's data connections advertised last
+ * (what --rcvbuf gave them), bytes, over the connections that sent at least
+ * 64 KiB; 0 where the kernel does not say. */
+uint32_t ps_transport_peer_window_max(struct ps_node *n);
 void ps_transport_close(struct ps_node *n);
 
 #endif

@@ -278,11 +278,11 @@ static void print_result(const struct ps_config *c, const struct ps_profile *p, 
 	json_object_object_add(o, "conns", json_object_new_int(r->conns));
 	json_object_object_add(o, "dscp_queues",
 			       json_object_new_int(c->mode == PS_MERCURY ? c->dscp_queues : 0));
-	json_object_object_add(
-	    o, "rcvbuf",
-	    json_object_new_int(c->mode == PS_MERCURY ? ps_rcvbuf_for(c->rcvbuf, c->nodes) : 0));
+	json_object_object_add(o, "rcvbuf", json_object_new_int(ps_rcvbuf_of(c)));
+	/* the window the bound gave on the wire: the kernel derives it from the buffer */
+	json_object_object_add(o, "peer_window", json_object_new_int64(r->peer_window));
 	/* which order the pulls ran in: the figures before its default changed ran alike */
-	add_bool(o, "pulls_below", c->mode == PS_MERCURY && c->job_band < 0 && c->pulls_below);
+	add_bool(o, "pulls_below", ps_pulls_ranked_below(c));
 	json_object_object_add(o, "job", json_object_new_int64(c->job));
 	json_object_object_add(o, "weight", json_object_new_int64(c->weight));
 	json_object_object_add(o, "job_band", json_object_new_int(c->job_band));

@@ -57,6 +57,14 @@ if [ "$shaper" = mercuryd ]; then
 	done
 	check "by default layer 3's pulls go to layer 4's band $l4 ($l4_alike bytes alike, $l4_below below)" \
 		"[ '${l4_alike:-0}' -lt 1000000 ] && [ '${l4_below:-0}' -gt 4000000 ]"
+	# The window bound on the wire: with --rcvbuf 8192 the peers advertise a window the
+	# kernel derives from 16 KiB of buffer (at most 16384 bytes), where the default at 2 nodes
+	# (autotuning) grows far past it
+	auto=$(tail -n1 "$out" | jq '.peer_window')
+	run_ps "$out" mercury-rcvbuf tiny mercury --iters 2 --chunk 10000 --verify --timeout 20 --rcvbuf 8192
+	bound=$(tail -n1 "$out" | jq '.peer_window')
+	check "mercury --rcvbuf 8192: every pull matched, peers advertised $bound bytes at most (autotuned: $auto)" \
+		"tail -n1 '$out' | jq -e '.ok and .rcvbuf == 8192' >/dev/null && [ '${bound:-0}' -gt 0 ] && [ '$bound' -le 16384 ] && [ '${auto:-0}' -gt \$((4 * bound)) ]"
 else
 	echo "note: mercuryd unavailable, mercury mode ran with per-socket priority (tc shaper)"
 fi

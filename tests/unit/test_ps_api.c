@@ -385,6 +385,39 @@ static void test_rcvbuf_by_nodes(void **state)
 	assert_non_null(strstr(err, "rcvbuf -2"));
 }
 
+/* The buffer a run sets: the node-count rule in mercury mode, none in the others. */
+static void test_rcvbuf_of_mode(void **state)
+{
+	struct ps_config c;
+
+	(void)state;
+	ps_config_defaults(&c);
+	c.nodes = 8;
+	assert_int_equal(ps_rcvbuf_of(&c), 8192);
+	c.rcvbuf = 65536;
+	assert_int_equal(ps_rcvbuf_of(&c), 65536);
+	c.mode = PS_FIFO;
+	assert_int_equal(ps_rcvbuf_of(&c), 0);
+}
+
+/* Pulls ranked below their pushes only where tags follow layers: mercury mode, no job band. */
+static void test_pulls_ranked_below(void **state)
+{
+	struct ps_config c;
+
+	(void)state;
+	ps_config_defaults(&c);
+	assert_true(ps_pulls_ranked_below(&c));
+	c.pulls_below = false;
+	assert_false(ps_pulls_ranked_below(&c));
+	c.pulls_below = true;
+	c.job_band = 0;
+	assert_false(ps_pulls_ranked_below(&c));
+	c.job_band = -1;
+	c.mode = PS_PARTITION;
+	assert_false(ps_pulls_ranked_below(&c));
+}
+
 /* Options carry their size: one not made with MERCURY_PS_OPTIONS_INIT is refused; a newer
  * caller's longer options pass while their unknown tail is zero and fail when it asks for
  * something (a set field) this library does not have. */
@@ -427,6 +460,8 @@ int main(void)
 	    cmocka_unit_test(test_bad_options),
 	    cmocka_unit_test(test_options_size),
 	    cmocka_unit_test(test_rcvbuf_by_nodes),
+	    cmocka_unit_test(test_rcvbuf_of_mode),
+	    cmocka_unit_test(test_pulls_ranked_below),
 	    cmocka_unit_test(test_job_options),
 	};
 
