@@ -13,7 +13,8 @@
 #                 at 8 nodes re-tuned with --nodes 8; cluster/RESULTS.md; TUNED and
 #                 TUNED_8N and, on two racks, TUNED_TWORACK of cluster/lib.sh override)
 #   mercury       Mercury's defaults, FIFO ports: priority at the sender only
-#   mercury-dscp  Mercury's defaults but --conns 16 (by layer group; 4 on two racks), switch
+#   mercury-dscp  Mercury's defaults but --conns 16 (by layer group; 4 on two racks and in
+#                 the sweep's buffers below the default: the defaults), switch
 #                 ports strict priority on DSCP (connections by switch queue, run_ps's
 #                 --dscp-queues, lost to 16 by group side by side: cluster/RESULTS.md)
 #   ideal         the paper's bound (mercury-ps ideal; with full-duplex links of one rate a
@@ -121,9 +122,15 @@ for n in $NODE_COUNTS; do
 	if [ "$SWEEP" = 1 ] && [ "$n" = 4 ]; then
 		for b in $BUFFERS; do
 			CL_PORT_BUF_REAL=$b PARTITION=0
+			# 16 connections were chosen side by side at the default buffer; below it
+			# their windows overflow the port (256 KB: 2.39 s with 3-7 timeouts a run,
+			# the defaults 1.654 s and none: `cluster/dscp_settings.sh --buffer 524288`,
+			# cluster/RESULTS.md "Port buffer"), so there the DSCP cell keeps Mercury's 4
+			DSCP_CONNS=16
+			[ "$b" -lt 2097152 ] && DSCP_CONNS=4
 			model_cells "-n$n-buf$b" "$SWEEP_MODEL" || exit 1
 		done
-		PARTITION=1
+		PARTITION=1 DSCP_CONNS=16
 		CL_PORT_BUF_REAL=2097152
 	fi
 	cluster_down
