@@ -14,16 +14,27 @@
 /* tcpi_state values (include/net/tcp_states.h); linux/tcp.h does not export them. */
 enum { TCPI_ESTABLISHED = 1, TCPI_CLOSE_WAIT = 8 };
 
+/* TCP_INFO up to and including the field that ends at `need` bytes: -EOPNOTSUPP from a
+ * kernel whose struct stops short of it. */
+#define TCP_INFO_UPTO(field)                                                                       \
+	(offsetof(struct tcp_info, field) + sizeof(((struct tcp_info *)0)->field))
+static int tcp_info_read(int fd, struct tcp_info *ti, size_t need)
+{
+	socklen_t len = sizeof(*ti);
+
+	memset(ti, 0, sizeof(*ti));
+	if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, ti, &len))
+		return -errno;
+	return len < need ? -EOPNOTSUPP : 0;
+}
+
 int tcp_bytes_acked(int fd, uint64_t *acked, int *connected)
 {
 	struct tcp_info ti;
-	socklen_t len = sizeof(ti);
+	int r = tcp_info_read(fd, &ti, TCP_INFO_UPTO(tcpi_bytes_acked)); /* Linux >= 4.1 */
 
-	memset(&ti, 0, sizeof(ti));
-	if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len))
-		return -errno;
-	if (len < offsetof(struct tcp_info, tcpi_bytes_acked) + sizeof(ti.tcpi_bytes_acked))
-		return -EOPNOTSUPP; /* kernel older than 4.1 */
+	if (r)
+		return r;
 	*acked = ti.tcpi_bytes_acked;
 	if (connected)
 		*connected = ti.tcpi_state == TCPI_ESTABLISHED || ti.tcpi_state == TCPI_CLOSE_WAIT;
@@ -33,13 +44,10 @@ int tcp_bytes_acked(int fd, uint64_t *acked, int *connected)
 int tcp_peer_window(int fd, uint32_t *window)
 {
 	struct tcp_info ti;
-	socklen_t len = sizeof(ti);
+	int r = tcp_info_read(fd, &ti, TCP_INFO_UPTO(tcpi_snd_wnd));
 
-	memset(&ti, 0, sizeof(ti));
-	if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len))
-		return -errno;
-	if (len < offsetof(struct tcp_info, tcpi_snd_wnd) + sizeof(ti.tcpi_snd_wnd))
-		return -EOPNOTSUPP;
+	if (r)
+		return r;
 	*window = ti.tcpi_snd_wnd;
 	return 0;
 }
