@@ -58,11 +58,6 @@ int ps_rcvbuf_of(const struct ps_config *c)
 	return c->mode == PS_MERCURY ? ps_rcvbuf_for(c->rcvbuf, c->nodes) : 0;
 }
 
-bool ps_pulls_ranked_below(const struct ps_config *c)
-{
-	return c->mode == PS_MERCURY && c->job_band < 0 && c->pulls_below;
-}
-
 void ps_config_defaults(struct ps_config *c)
 {
 	memset(c, 0, sizeof(*c));

@@ -98,8 +98,12 @@ int ps_rcvbuf_for(int rcvbuf, int nodes);
 /* The SO_RCVBUF a run sets on its data connections: ps_rcvbuf_for in mercury mode, else 0. */
 int ps_rcvbuf_of(const struct ps_config *c);
 
-/* Whether a run tags each pull one layer group below its layer: mercury mode, no job band. */
-bool ps_pulls_ranked_below(const struct ps_config *c);
+/* Whether a run tags each pull one layer group below its layer: mercury mode, no job band.
+ * Inline: tag.c asks it, and node.c uses tag.c. */
+static inline bool ps_pulls_ranked_below(const struct ps_config *c)
+{
+	return c->mode == PS_MERCURY && c->job_band < 0 && c->pulls_below;
+}
 
 /* Per-node result. */
 struct ps_result {
