@@ -145,4 +145,16 @@ static inline bool ps_tags(const struct ps_node *n)
 {
 	return n->cfg.mode == PS_MERCURY || n->cfg.job_band >= 0;
 }
+/* Every connection slot of a node, both sides: for (i = 0; i < PS_CONN_SLOTS; i++) with
+ * ps_conn_slot(n, i), NULL where no connection is open. */
+#define PS_CONN_SLOTS (2 * PS_MAX_NODES * PS_MAX_PAIR_CONNS)
+static inline struct ps_conn *ps_conn_slot(const struct ps_node *n, int i)
+{
+	int side = i / (PS_MAX_NODES * PS_MAX_PAIR_CONNS),
+	    j = i % (PS_MAX_NODES * PS_MAX_PAIR_CONNS);
+
+	return side ? n->sconn[j / PS_MAX_PAIR_CONNS][j % PS_MAX_PAIR_CONNS]
+		    : n->wconn[j / PS_MAX_PAIR_CONNS][j % PS_MAX_PAIR_CONNS];
+}
+
 #endif

@@ -160,30 +160,26 @@ uint64_t ps_tag_split_sockets(struct ps_node *n, uint64_t *split_queues)
 	*split_queues = 0;
 	if (!n->tagger)
 		return 0;
-	for (int p = 0; p < PS_MAX_NODES; p++)
-		for (int k = 0; k < PS_MAX_PAIR_CONNS; k++)
-			for (int side = 0; side < 2; side++) {
-				struct ps_conn *c = side ? n->sconn[p][k] : n->wconn[p][k];
-				struct mercury_socket_stats st;
-				int bands = 0, q0 = -1;
-				bool queues = false;
+	for (int i = 0; i < PS_CONN_SLOTS; i++) {
+		struct ps_conn *c = ps_conn_slot(n, i);
+		struct mercury_socket_stats st;
+		int bands = 0, q0 = -1;
+		bool queues = false;
 
-				if (!c || !c->tag || mercury_socket_stats(n->tagger, c->fd, &st))
-					continue;
-				for (size_t b = 0; b < sizeof(st.packets) / sizeof(st.packets[0]);
-				     b++) {
-					if (!st.packets[b])
-						continue;
-					bands++;
-					int q = n->queue_of_band[b < MERCURY_MAX_LEVELS
-								     ? b
-								     : MERCURY_MAX_LEVELS - 1];
-					queues |= q0 >= 0 && q != q0;
-					q0 = q;
-				}
-				split += bands > 1;
-				*split_queues += n->cfg.dscp_queues > 1 && queues;
-			}
+		if (!c || !c->tag || mercury_socket_stats(n->tagger, c->fd, &st))
+			continue;
+		for (size_t b = 0; b < sizeof(st.packets) / sizeof(st.packets[0]); b++) {
+			if (!st.packets[b])
+				continue;
+			bands++;
+			int q =
+			    n->queue_of_band[b < MERCURY_MAX_LEVELS ? b : MERCURY_MAX_LEVELS - 1];
+			queues |= q0 >= 0 && q != q0;
+			q0 = q;
+		}
+		split += bands > 1;
+		*split_queues += n->cfg.dscp_queues > 1 && queues;
+	}
 	return split;
 }
 

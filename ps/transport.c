@@ -438,20 +438,18 @@ uint32_t ps_transport_peer_window_max(struct ps_node *n)
 {
 	uint32_t most = 0;
 
-	for (int p = 0; p < PS_MAX_NODES; p++)
-		for (int k = 0; k < PS_MAX_PAIR_CONNS; k++)
-			for (int side = 0; side < 2; side++) {
-				struct ps_conn *c = side ? n->sconn[p][k] : n->wconn[p][k];
-				uint64_t acked;
-				uint32_t w;
+	for (int i = 0; i < PS_CONN_SLOTS; i++) {
+		struct ps_conn *c = ps_conn_slot(n, i);
+		uint64_t acked;
+		uint32_t w;
 
-				/* a socket that sent little still shows the handshake's window */
-				if (!c || c->direct || tcp_bytes_acked(c->fd, &acked, NULL) ||
-				    acked - c->acked_base < 65536)
-					continue;
-				if (!tcp_peer_window(c->fd, &w) && w > most)
-					most = w;
-			}
+		/* a socket that sent little still shows the handshake's window */
+		if (!c || c->direct || tcp_bytes_acked(c->fd, &acked, NULL) ||
+		    acked - c->acked_base < 65536)
+			continue;
+		if (!tcp_peer_window(c->fd, &w) && w > most)
+			most = w;
+	}
 	return most;
 }
 
