@@ -58,7 +58,8 @@ static int emulate(struct ps_node *n, const struct ps_profile *prof, struct ps_r
 	res->iter_s = (res->fp_end[total] - res->fp_end[n->cfg.warmup]) / n->cfg.iters;
 	res->conns = n->K;
 	r = ps_node_finish(n, &res->split_sockets, &res->split_queues);
-	/* after the goodbyes, so every window seen is the steady one, not the handshake's */
+	/* after the goodbyes: the receivers have read everything, so each window is the whole
+	 * one the buffer gives */
 	res->peer_window = ps_transport_peer_window_max(n);
 	return r;
 }
